@@ -1,0 +1,22 @@
+"""One client per protocol, one interface (clients.base.GameClient)."""
+
+from __future__ import annotations
+
+from clients.base import GameClient
+from clients.direct import DirectClient
+from clients.graphql import GraphQLClient
+from clients.grpc import GrpcClient
+from clients.rest import RestClient
+from clients.ws import WebSocketClient
+
+CLIENTS: dict[str, type] = {
+    "rest": RestClient, "grpc": GrpcClient, "graphql": GraphQLClient, "ws": WebSocketClient,
+    "direct": DirectClient,
+}
+
+
+def connect(protocol: str, endpoint: str) -> GameClient:
+    try:
+        return CLIENTS[protocol](endpoint)
+    except KeyError:
+        raise ValueError(f"no client for protocol {protocol!r}") from None

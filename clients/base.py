@@ -1,0 +1,33 @@
+"""The one client interface every protocol implements.
+
+A client opens its connection once, when it is made, so that a benchmark
+times operations, not connection setup. Every failure is raised as the
+contract's ContractError (contract.errors) with the protocol's own spelling
+in `.native`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+Game = dict[str, Any]
+
+OPERATIONS = ("create", "get", "list", "update", "delete", "health")
+
+
+class GameClient(Protocol):
+    protocol: str
+
+    def create(self, game: Game) -> Game: ...
+    def get(self, game_id: str) -> Game: ...
+    def list(self, limit: int = 100, offset: int = 0) -> list[Game]: ...
+    def update(self, game_id: str, game: Game) -> Game: ...
+    def delete(self, game_id: str) -> None: ...
+    def health(self) -> None: ...
+
+    def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
+        """Send `body` as the encoded request of `op`, bypassing the client's
+        own encoding (for bad-input tests); decode the reply as usual."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,68 @@
+"""gRPC: one grpcio channel and stub."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from clients.base import Game
+from contract import games_pb2 as pb
+from contract.errors import ContractError, error_for
+from contract.games_pb2_grpc import GamesStub
+from contract.grpc_codec import game_to_message, message_to_document
+from lab.settings import CALL_TIMEOUT
+
+SERVICE = "protolab.games.v1.Games"
+METHOD_OF = {"create": ("CreateGame", pb.Game), "update": ("UpdateGame", pb.Game)}
+
+
+class GrpcClient:
+    protocol = "grpc"
+
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+        self.timeout = timeout
+        self.channel = grpc.insecure_channel(endpoint)
+        grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        self.stub = GamesStub(self.channel)
+
+    def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            raise _error(exc) from None
+
+    def create(self, game: Game) -> Game:
+        return message_to_document(self._call(self.stub.CreateGame, game_to_message(game)))
+
+    def get(self, game_id: str) -> Game:
+        return message_to_document(self._call(self.stub.GetGame, pb.GameId(id=game_id)))
+
+    def list(self, limit: int = 100, offset: int = 0) -> list[Game]:
+        reply = self._call(self.stub.ListGames, pb.ListGamesRequest(limit=limit, offset=offset))
+        return [message_to_document(m) for m in reply.games]
+
+    def update(self, game_id: str, game: Game) -> Game:
+        return message_to_document(
+            self._call(self.stub.UpdateGame, game_to_message(game, game_id)))
+
+    def delete(self, game_id: str) -> None:
+        self._call(self.stub.DeleteGame, pb.GameId(id=game_id))
+
+    def health(self) -> None:
+        self._call(self.stub.Health, pb.Empty())
+
+    def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
+        name, reply_type = METHOD_OF[op]
+        method = self.channel.unary_unary(
+            f"/{SERVICE}/{name}", request_serializer=None,
+            response_deserializer=reply_type.FromString)
+        return message_to_document(self._call(method, body))
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def _error(exc: grpc.RpcError) -> ContractError:
+    code = exc.code()  # type: ignore[attr-defined]
+    return error_for(code.name, exc.details() or "", native=code)  # type: ignore[attr-defined]

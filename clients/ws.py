@@ -1,0 +1,81 @@
+"""WebSocket: one simple-websocket connection, JSON messages with request ids
+(contract/ws-protocol.md)."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from typing import Any
+
+from simple_websocket import Client
+
+from clients.base import Game
+from contract.codec import dumps, loads
+from contract.errors import ContractError, Unavailable, error_for
+from lab.settings import CALL_TIMEOUT
+
+
+class WebSocketClient:
+    protocol = "ws"
+
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+        self.timeout = timeout
+        self.ids = itertools.count(1)
+        # simple-websocket takes no connect timeout: the socket it creates
+        # inherits the default one, which bounds connect and handshake.
+        previous = socket.getdefaulttimeout()
+        socket.setdefaulttimeout(timeout)
+        try:
+            self.ws = Client.connect(endpoint)
+        finally:
+            socket.setdefaulttimeout(previous)
+        self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _exchange(self, message: str | bytes, request_id: Any) -> Any:
+        self.ws.send(message)
+        reply = self.ws.receive(timeout=self.timeout)
+        if reply is None:
+            raise Unavailable(f"no reply within {self.timeout} s", native="timeout")
+        response = loads(reply)
+        if response.get("request_id") != request_id:
+            raise ContractError(f"reply to request {response.get('request_id')!r}, "
+                                f"expected {request_id!r}", native=response)
+        if "error" in response:
+            error = response["error"]
+            raise error_for(error["code"], error["message"], native=error)
+        return response["result"]
+
+    def _call(self, op: str, **params: Any) -> Any:
+        request_id = next(self.ids)
+        return self._exchange(dumps({"request_id": request_id, "op": op, "params": params}),
+                              request_id)
+
+    def create(self, game: Game) -> Game:
+        return self._call("create", game=game)
+
+    def get(self, game_id: str) -> Game:
+        return self._call("get", id=game_id)
+
+    def list(self, limit: int = 100, offset: int = 0) -> list[Game]:
+        return self._call("list", limit=limit, offset=offset)
+
+    def update(self, game_id: str, game: Game) -> Game:
+        return self._call("update", id=game_id, game=game)
+
+    def delete(self, game_id: str) -> None:
+        self._call("delete", id=game_id)
+
+    def health(self) -> None:
+        self._call("health")
+
+    def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
+        """`body` is the whole message; replies to it carry request_id null
+        unless the body names one."""
+        try:
+            request_id = loads(body).get("request_id")
+        except (ValueError, AttributeError):
+            request_id = None
+        return self._exchange(body.decode("utf-8", errors="surrogateescape"), request_id)
+
+    def close(self) -> None:
+        self.ws.close()

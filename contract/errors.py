@@ -1,0 +1,64 @@
+"""The contract's errors and how each protocol spells them.
+
+One table, read by every server (to answer) and every client (to raise the
+same ContractError whatever the protocol).
+"""
+
+from __future__ import annotations
+
+NOT_FOUND = "NOT_FOUND"
+INVALID_ARGUMENT = "INVALID_ARGUMENT"
+RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"  # oversize request
+UNAVAILABLE = "UNAVAILABLE"  # database down
+INTERNAL = "INTERNAL"  # a server bug; never expected
+
+HTTP_STATUS = {
+    NOT_FOUND: 404,
+    INVALID_ARGUMENT: 400,
+    RESOURCE_EXHAUSTED: 413,
+    UNAVAILABLE: 503,
+    INTERNAL: 500,
+}
+CODE_OF_HTTP_STATUS = {status: code for code, status in HTTP_STATUS.items()}
+
+
+class ContractError(Exception):
+    """An error of the contract. `native` holds the protocol's own spelling
+    (an HTTP status, a gRPC status code name, ...) when a client raised it."""
+
+    code = INTERNAL
+
+    def __init__(self, message: str, *, code: str | None = None, native: object = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.native = native
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code}: {self.message!r}, native={self.native!r})"
+
+
+class NotFound(ContractError):
+    code = NOT_FOUND
+
+
+class InvalidArgument(ContractError):
+    code = INVALID_ARGUMENT
+
+
+class ResourceExhausted(InvalidArgument):
+    code = RESOURCE_EXHAUSTED
+
+
+class Unavailable(ContractError):
+    code = UNAVAILABLE
+
+
+_BY_CODE = {c.code: c for c in (NotFound, InvalidArgument, ResourceExhausted, Unavailable)}
+
+
+def error_for(code: str, message: str, native: object = None) -> ContractError:
+    """The ContractError subclass for a code received over the wire."""
+    cls = _BY_CODE.get(code, ContractError)
+    return cls(message, code=code, native=native)

@@ -1,0 +1,127 @@
+"""The Game resource: its 29 dataset fields, their types, and validation.
+
+Types are those of data/steam/README.md. Validation is strict (every field
+present, exact JSON types, no unknown fields) because it is also what keeps a
+MongoDB operator such as {"$ne": null} out of every query and document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from contract.errors import InvalidArgument, ResourceExhausted
+
+STR, STR_LIST, BOOL, NULLABLE_BOOL, LANGUAGE_DETAILS = (
+    "string", "list of string", "bool", "bool or null", "list of language detail",
+)
+
+# Field order is the dataset's most common key order.
+FIELDS: dict[str, str] = {
+    "link": STR,
+    "name": STR,
+    "header_image": STR,
+    "genre": STR,
+    "developer": STR_LIST,
+    "release_date": STR,
+    "reviews": STR,
+    "current_players": STR,
+    "peak_today": STR,
+    "anti_cheat": STR,
+    "metacritic": STR,
+    "drm_notes": STR,
+    "type_game": STR,
+    "notes": STR,
+    "safe": STR,
+    "status": STR,
+    "last_updated": STR,
+    "added_at": STR,
+    "description": STR,
+    "has_paid_dlc": BOOL,
+    "publisher": STR_LIST,
+    "anti_cheat_note": STR,
+    "is_kernel_ac": NULLABLE_BOOL,
+    "platforms": STR_LIST,
+    "languages": STR_LIST,
+    "language_details": LANGUAGE_DETAILS,
+    "tags": STR_LIST,
+    "is_dead": BOOL,
+    "zero_player_since": STR,
+}
+LANGUAGE_DETAIL_FIELDS: dict[str, str] = {
+    "name": STR, "interface": BOOL, "audio": BOOL, "subtitles": BOOL,
+}
+
+# Seeded games use the Steam appid; created games get a 24-hex-digit ObjectId.
+ID_PATTERN = r"^(?:[0-9]{1,12}|[0-9a-f]{24})$"
+_ID_RE = re.compile(ID_PATTERN)
+APPID_RE = re.compile(r"^https://store\.steampowered\.com/app/(\d+)/?$")
+
+# The largest game in the dataset encodes to ~10 KB; 64 KiB leaves room and
+# bounds what a request can make a server parse.
+MAX_REQUEST_BYTES = 64 * 1024
+MAX_LIST_LIMIT = 1000
+DEFAULT_LIST_LIMIT = 100
+MAX_OFFSET = 1_000_000_000
+
+
+def appid_of(game: dict[str, Any]) -> str:
+    match = APPID_RE.match(game["link"])
+    if not match:
+        raise ValueError(f"no appid in link {game['link']!r}")
+    return match.group(1)
+
+
+def check_id(game_id: Any) -> str:
+    if type(game_id) is not str or not _ID_RE.match(game_id):
+        raise InvalidArgument(
+            f"invalid id {game_id!r}: expected 1-12 digits or 24 hex digits"
+        )
+    return game_id
+
+
+def check_page(limit: Any, offset: Any) -> tuple[int, int]:
+    if type(limit) is not int or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidArgument(f"invalid limit {limit!r}: expected an integer 1..{MAX_LIST_LIMIT}")
+    if type(offset) is not int or not 0 <= offset <= MAX_OFFSET:
+        raise InvalidArgument(f"invalid offset {offset!r}: expected an integer 0..{MAX_OFFSET}")
+    return limit, offset
+
+
+def check_size(size: int) -> None:
+    if size > MAX_REQUEST_BYTES:
+        raise ResourceExhausted(f"request of {size} bytes exceeds the limit of {MAX_REQUEST_BYTES}")
+
+
+def _check_value(path: str, kind: str, value: Any) -> None:
+    ok = {
+        STR: lambda v: type(v) is str,
+        BOOL: lambda v: type(v) is bool,
+        NULLABLE_BOOL: lambda v: v is None or type(v) is bool,
+        STR_LIST: lambda v: type(v) is list and all(type(x) is str for x in v),
+        LANGUAGE_DETAILS: lambda v: type(v) is list,
+    }[kind](value)
+    if not ok:
+        raise InvalidArgument(f"field {path!r} must be a {kind}, got {type(value).__name__}")
+    if kind == LANGUAGE_DETAILS:
+        for i, item in enumerate(value):
+            _check_object(f"{path}[{i}]", LANGUAGE_DETAIL_FIELDS, item)
+
+
+def _check_object(path: str, fields: dict[str, str], obj: Any) -> None:
+    if type(obj) is not dict:
+        raise InvalidArgument(f"{path or 'game'} must be an object, got {type(obj).__name__}")
+    unknown = [k for k in obj if k not in fields]
+    if unknown:
+        raise InvalidArgument(f"unknown field {unknown[0]!r} in {path or 'game'}")
+    missing = [k for k in fields if k not in obj]
+    if missing:
+        raise InvalidArgument(f"missing field {missing[0]!r} in {path or 'game'}")
+    for key, kind in fields.items():
+        _check_value(f"{path}.{key}" if path else key, kind, obj[key])
+
+
+def check_game(game: Any) -> dict[str, Any]:
+    """Return the game with its fields in contract order, or raise InvalidArgument."""
+    _check_object("", FIELDS, game)
+    return {key: game[key] for key in FIELDS}

@@ -1,0 +1,62 @@
+"""The `protolab` command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+
+from lab import settings
+from lab.registry import discover
+from lab.stack import running_lab
+
+
+def serve(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+
+    def interrupted(*_: object) -> None:
+        if stop.is_set() or not started.is_set():
+            raise KeyboardInterrupt  # still starting: unwind, stopping what runs
+        stop.set()
+    started = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, interrupted)
+    with running_lab(args.only or None, args.lab_mode) as lab:
+        db = lab.database
+        print(f"database  {db.server} {db.version}  {db.uri}", flush=True)
+        for impl in lab.implementations:
+            print(f"{impl.name:<24} {lab.endpoints[impl.name]}  (pid {lab.pids[impl.name]})", flush=True)
+        print("serving; press Ctrl-C to stop", flush=True)
+        started.set()
+        stop.wait()
+    print("stopped")
+    return 0
+
+
+def list_implementations(args: argparse.Namespace) -> int:
+    for impl in discover():
+        print(f"{impl.name:<24} {impl.protocol:<8} {impl.language:<8} {impl.library:<18} "
+              f"{impl.server}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="protolab", description=__doc__)
+    parser.add_argument("--lab-mode", choices=settings.MODES,
+                        default=os.environ.get("LAB_MODE", "native"))
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_parser = commands.add_parser(
+        "serve", help="start the database and every service, print the endpoints, "
+                      "run until interrupted")
+    serve_parser.add_argument("--only", nargs="*", metavar="IMPL",
+                              help="implementations to start (default: all)")
+    serve_parser.set_defaults(run=serve)
+    commands.add_parser("list", help="list the discovered implementations").set_defaults(
+        run=list_implementations)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

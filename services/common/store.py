@@ -1,0 +1,93 @@
+"""The one store every service (and the direct baseline) uses: validation and MongoDB access.
+
+Nothing from a request reaches MongoDB before contract.game has checked it,
+so ids and values are plain strings, lists and bools — never query operators.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pymongo
+from bson import ObjectId
+from pymongo.errors import ConnectionFailure
+
+from contract.errors import NotFound, Unavailable
+from contract.game import DEFAULT_LIST_LIMIT, check_game, check_id, check_page
+
+TIMEOUT_MS = 5000
+DEFAULT_DB = "protolab"
+COLLECTION = "games"
+
+
+def connect(uri: str) -> pymongo.MongoClient:
+    return pymongo.MongoClient(
+        uri, serverSelectionTimeoutMS=TIMEOUT_MS, connectTimeoutMS=TIMEOUT_MS,
+        socketTimeoutMS=TIMEOUT_MS, appname="protolab",
+    )
+
+
+def _public(doc: dict[str, Any]) -> dict[str, Any]:
+    game_id = doc.pop("_id")
+    return {"id": game_id, **doc}
+
+
+class Store:
+    def __init__(self, uri: str | None = None, db: str | None = None):
+        self.client = connect(uri or os.environ["MONGODB_URI"])
+        self.games = self.client[db or os.environ.get("MONGODB_DB", DEFAULT_DB)][COLLECTION]
+
+    def close(self) -> None:
+        self.client.close()
+
+    def create(self, game: Any) -> dict[str, Any]:
+        doc = {"_id": str(ObjectId()), **check_game(game)}
+        with _database_errors():
+            self.games.insert_one(doc)
+        return _public(doc)
+
+    def get(self, game_id: Any) -> dict[str, Any]:
+        check_id(game_id)
+        with _database_errors():
+            doc = self.games.find_one({"_id": game_id})
+        if doc is None:
+            raise NotFound(f"no game with id {game_id!r}")
+        return _public(doc)
+
+    def list(self, limit: Any = DEFAULT_LIST_LIMIT, offset: Any = 0) -> list[dict[str, Any]]:
+        check_page(limit, offset)
+        with _database_errors():
+            docs = list(self.games.find({}).sort("_id", 1).skip(offset).limit(limit))
+        return [_public(doc) for doc in docs]
+
+    def update(self, game_id: Any, game: Any) -> dict[str, Any]:
+        check_id(game_id)
+        fields = check_game(game)
+        with _database_errors():
+            result = self.games.replace_one({"_id": game_id}, fields)
+        if result.matched_count == 0:
+            raise NotFound(f"no game with id {game_id!r}")
+        return {"id": game_id, **fields}
+
+    def delete(self, game_id: Any) -> None:
+        check_id(game_id)
+        with _database_errors():
+            result = self.games.delete_one({"_id": game_id})
+        if result.deleted_count == 0:
+            raise NotFound(f"no game with id {game_id!r}")
+
+    def health(self) -> None:
+        with _database_errors():
+            self.client.admin.command("ping")
+
+
+class _database_errors:
+    """Turn a lost database connection into the contract's UNAVAILABLE."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
+        if exc is not None and isinstance(exc, ConnectionFailure):
+            raise Unavailable(f"database unavailable: {exc}") from exc

@@ -1,0 +1,105 @@
+"""gRPC: a grpcio server with the same thread budget as the HTTP services.
+
+Requests are parsed here rather than by grpcio, so that a body that is not a
+valid message, or that carries unknown or mistyped fields, is answered with
+INVALID_ARGUMENT (grpcio itself would answer INTERNAL). A request over 64 KiB
+is refused by grpcio with RESOURCE_EXHAUSTED.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from concurrent import futures
+from typing import Any, Callable
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from contract import games_pb2 as pb
+from contract.errors import ContractError, InvalidArgument
+from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
+from contract.grpc_codec import game_to_message, message_to_game, unknown_field_numbers
+from services.common.store import Store
+
+SERVICE = "protolab.games.v1.Games"
+
+
+def _parse(message_type: type, data: bytes) -> Any:
+    try:
+        message = message_type.FromString(data)
+    except DecodeError as exc:
+        raise InvalidArgument(f"malformed {message_type.__name__} message: {exc}") from None
+    unknown = unknown_field_numbers(message)
+    if unknown:
+        raise InvalidArgument(
+            f"unknown or mistyped field number {unknown[0]} in {message_type.__name__}")
+    return message
+
+
+def _rpc(request_type: type, run: Callable[[Any], Any]) -> grpc.RpcMethodHandler:
+    def behaviour(data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            return run(_parse(request_type, data))
+        except ContractError as exc:
+            context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
+    return grpc.unary_unary_rpc_method_handler(
+        behaviour, request_deserializer=None, response_serializer=lambda m: m.SerializeToString())
+
+
+def _game(document: dict[str, Any]) -> pb.Game:
+    return game_to_message(document, document["id"])
+
+
+def handlers(store: Store) -> grpc.GenericRpcHandler:
+    def create(m: pb.Game) -> pb.Game:
+        if m.id:
+            raise InvalidArgument("id must be empty in CreateGame: the server assigns it")
+        return _game(store.create(message_to_game(m)))
+
+    def update(m: pb.Game) -> pb.Game:
+        return _game(store.update(m.id, message_to_game(m)))
+
+    def delete(m: pb.GameId) -> pb.Empty:
+        store.delete(m.id)
+        return pb.Empty()
+
+    def health(m: pb.Empty) -> pb.Empty:
+        store.health()
+        return pb.Empty()
+
+    return grpc.method_handlers_generic_handler(SERVICE, {
+        "CreateGame": _rpc(pb.Game, create),
+        "GetGame": _rpc(pb.GameId, lambda m: _game(store.get(m.id))),
+        "ListGames": _rpc(pb.ListGamesRequest, lambda m: pb.GameList(games=[
+            _game(d) for d in store.list(m.limit or DEFAULT_LIST_LIMIT, m.offset)])),
+        "UpdateGame": _rpc(pb.Game, update),
+        "DeleteGame": _rpc(pb.GameId, delete),
+        "Health": _rpc(pb.Empty, health),
+    })
+
+
+def serve() -> None:
+    threads = int(os.environ.get("LAB_THREADS", "4"))
+    address = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ['PORT']}"
+    store = Store()
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=threads),
+        handlers=[handlers(store)],
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
+    )
+    if server.add_insecure_port(address) == 0:
+        sys.exit(f"cannot listen on {address}")
+    server.start()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.stop(grace=2).wait(5)
+    store.close()
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,88 @@
+"""REST over HTTP/1.1: Flask, served by gunicorn (see manifest.toml)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from contract.codec import dumps, loads
+from contract.errors import (
+    CODE_OF_HTTP_STATUS, HTTP_STATUS, INTERNAL, ContractError, InvalidArgument,
+)
+from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
+from services.common.store import Store
+
+app = Flask(__name__)
+app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+store = Store()
+
+
+def _json(body: Any, status: int = 200, **headers: str) -> Response:
+    return Response(dumps(body), status=status, mimetype="application/json", headers=headers)
+
+
+def _error(code: str, message: str) -> Response:
+    return _json({"error": {"code": code, "message": message}}, HTTP_STATUS[code])
+
+
+def _body() -> Any:
+    try:
+        return loads(request.get_data(cache=False))
+    except ValueError as exc:
+        raise InvalidArgument(f"malformed JSON body: {exc}") from None
+
+
+def _int_arg(name: str, default: int) -> int:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit():
+        raise InvalidArgument(f"query parameter {name!r} must be a non-negative integer")
+    return int(raw)
+
+
+@app.errorhandler(ContractError)
+def contract_error(exc: ContractError) -> Response:
+    return _error(exc.code, exc.message)
+
+
+@app.errorhandler(HTTPException)
+def http_error(exc: HTTPException) -> Response:
+    code = CODE_OF_HTTP_STATUS.get(exc.code or 500, INVALID_ARGUMENT if (exc.code or 500) < 500 else INTERNAL)
+    response = _json({"error": {"code": code, "message": exc.description}}, exc.code or 500)
+    return response
+
+
+@app.get("/health")
+def health() -> Response:
+    store.health()
+    return _json({"status": "ok"})
+
+
+@app.post("/games")
+def create_game() -> Response:
+    game = store.create(_body())
+    return _json(game, 201, Location=f"/games/{game['id']}")
+
+
+@app.get("/games")
+def list_games() -> Response:
+    return _json(store.list(_int_arg("limit", DEFAULT_LIST_LIMIT), _int_arg("offset", 0)))
+
+
+@app.get("/games/<game_id>")
+def get_game(game_id: str) -> Response:
+    return _json(store.get(game_id))
+
+
+@app.put("/games/<game_id>")
+def update_game(game_id: str) -> Response:
+    return _json(store.update(game_id, _body()))
+
+
+@app.delete("/games/<game_id>")
+def delete_game(game_id: str) -> Response:
+    store.delete(game_id)
+    return Response(status=204)

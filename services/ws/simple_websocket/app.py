@@ -1,0 +1,101 @@
+"""WebSocket: one simple-websocket connection per client, JSON messages
+(contract/ws-protocol.md), on a Flask route served by gunicorn.
+
+Every request gets exactly one reply carrying its request_id; a bad request
+gets an error reply and the connection stays open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, Response
+from flask import request as http_request
+from simple_websocket import ConnectionClosed, Server
+
+from contract.codec import dumps, loads
+from contract.errors import INTERNAL, ContractError, InvalidArgument
+from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, check_size
+from services.common.store import Store
+
+# Frames above this close the connection (1009); below it, MAX_REQUEST_BYTES
+# is enforced per message with an error reply, keeping the connection.
+MAX_FRAME_BYTES = 16 * MAX_REQUEST_BYTES
+
+app = Flask(__name__)
+store = Store()
+
+OPERATIONS = {
+    "create": (("game",), lambda p: store.create(p["game"])),
+    "get": (("id",), lambda p: store.get(p["id"])),
+    "list": (("limit", "offset"), lambda p: store.list(
+        p.get("limit", DEFAULT_LIST_LIMIT), p.get("offset", 0))),
+    "update": (("id", "game"), lambda p: store.update(p["id"], p["game"])),
+    "delete": (("id",), lambda p: store.delete(p["id"])),
+    "health": ((), lambda p: store.health()),
+}
+OPTIONAL = {"limit", "offset"}
+
+
+def handle(message: str | bytes) -> dict[str, Any]:
+    request_id = None
+    try:
+        check_size(len(message))
+        try:
+            request = loads(message)
+        except ValueError as exc:
+            raise InvalidArgument(f"malformed JSON message: {exc}") from None
+        if type(request) is not dict:
+            raise InvalidArgument("a request must be a JSON object")
+        request_id = request.get("request_id")
+        if type(request_id) not in (int, str):
+            request_id = None
+            raise InvalidArgument("request_id must be an integer or a string")
+        unknown = set(request) - {"request_id", "op", "params"}
+        if unknown:
+            raise InvalidArgument(f"unknown request member {sorted(unknown)[0]!r}")
+        op = request.get("op")
+        if op not in OPERATIONS:
+            raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(OPERATIONS)}")
+        params = request.get("params", {})
+        if type(params) is not dict:
+            raise InvalidArgument("params must be an object")
+        names, run = OPERATIONS[op]
+        unknown = set(params) - set(names)
+        if unknown:
+            raise InvalidArgument(f"unknown parameter {sorted(unknown)[0]!r} for {op}")
+        missing = [n for n in names if n not in params and n not in OPTIONAL]
+        if missing:
+            raise InvalidArgument(f"missing parameter {missing[0]!r} for {op}")
+        return {"request_id": request_id, "result": run(params)}
+    except ContractError as exc:
+        return {"request_id": request_id, "error": {"code": exc.code, "message": exc.message}}
+    except Exception as exc:  # a bug must not cost the client its connection
+        app.logger.exception("request failed")
+        return {"request_id": request_id, "error": {"code": INTERNAL, "message": str(exc)}}
+
+
+@app.route("/ws", websocket=True)
+def websocket() -> Response:
+    ws = Server.accept(http_request.environ, max_message_size=MAX_FRAME_BYTES)
+    try:
+        while True:
+            ws.send(dumps(handle(ws.receive())))
+    except ConnectionClosed:
+        pass
+    return _Closed()
+
+
+class _Closed(Response):
+    """The WebSocket owned the socket and closed it: tell gunicorn (which
+    catches StopIteration) to drop the connection instead of writing an HTTP
+    response into it."""
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        raise StopIteration()
+
+
+@app.get("/health")
+def health() -> Response:
+    store.health()
+    return Response(dumps({"status": "ok"}), mimetype="application/json")
