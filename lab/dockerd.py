@@ -7,20 +7,22 @@ to the host (ip_forward, the FORWARD policy, DOCKER* chains and rules, its
 bridges). The base images are built from Debian's mirror: debootstrap, then
 `docker import`, then ordinary Dockerfiles under docker/.
 
-    python -m lab.dockerd images [--host-ca]   # install if needed, build, stop
-    python -m lab.dockerd info                 # the daemon's settings as JSON
+    python -m lab.dockerd images [--[no-]host-ca]   # install if needed, build, stop
+    python -m lab.dockerd info                      # the daemon's settings as JSON
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import shlex
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -32,17 +34,8 @@ from typing import Any, Self
 REPO = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO / "docker"
 
-PACKAGES = (
-    "docker.io",
-    "containerd",
-    "runc",
-    "iptables",
-    "debootstrap",
-    "docker-compose",
-)
-DATA_ROOT = Path(
-    os.environ.get("PROTOLAB_DOCKER_DATA_ROOT", "/var/lib/protolab-docker")
-)
+PACKAGES = ("docker.io", "containerd", "runc", "iptables", "debootstrap", "docker-compose")
+DATA_ROOT = Path(os.environ.get("PROTOLAB_DOCKER_DATA_ROOT", "/var/lib/protolab-docker"))
 BIP = "198.18.0.1/24"
 ADDRESS_POOL = "base=198.19.0.0/16,size=24"
 
@@ -66,21 +59,14 @@ class DockerError(RuntimeError):
 
 
 def _run(
-    cmd: list[str],
-    timeout: float,
-    env: dict[str, str] | None = None,
-    check: bool = True,
+    cmd: list[str], timeout: float, env: dict[str, str] | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False
-        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired as exc:
         raise DockerError(f"timed out after {timeout} s: {shlex.join(cmd)}") from exc
     if check and proc.returncode != 0:
-        raise DockerError(
-            f"{shlex.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}"
-        )
+        raise DockerError(f"{shlex.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return proc
 
 
@@ -93,9 +79,7 @@ def missing_packages() -> list[str]:
         return [] if shutil.which("dockerd") else list(PACKAGES)
     missing = []
     for pkg in PACKAGES:
-        out = _run(
-            ["dpkg-query", "-W", "-f=${Status}", pkg], timeout=30, check=False
-        ).stdout
+        out = _run(["dpkg-query", "-W", "-f=${Status}", pkg], timeout=30, check=False).stdout
         if "install ok installed" not in out:
             missing.append(pkg)
     return missing
@@ -106,24 +90,12 @@ def ensure_docker_installed() -> list[str]:
     missing = missing_packages()
     if not missing:
         return []
-    cmd = [
-        "apt-get",
-        "install",
-        "-y",
-        "--no-install-recommends",
-        "-o",
-        "DPkg::Lock::Timeout=300",
-        *missing,
-    ]
+    cmd = ["apt-get", "install", "-y", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=300", *missing]
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise DockerError(
-            f"Docker mode needs {', '.join(missing)}; run as root: {shlex.join(cmd)}"
-        )
+        raise DockerError(f"Docker mode needs {', '.join(missing)}; run as root: {shlex.join(cmd)}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     if _run(cmd, timeout=900, env=env, check=False).returncode != 0:
-        _run(
-            ["apt-get", "update"], timeout=600, env=env
-        )  # stale or missing package lists
+        _run(["apt-get", "update"], timeout=600, env=env)  # stale or missing package lists
         _run(cmd, timeout=900, env=env)
     return missing
 
@@ -135,9 +107,7 @@ IPTABLES = ("iptables", "ip6tables")
 TABLES = ("filter", "nat", "mangle", "raw")
 
 
-def _iptables_state(
-    binary: str,
-) -> dict[str, tuple[dict[str, str], set[str], list[str]]]:
+def _iptables_state(binary: str) -> dict[str, tuple[dict[str, str], set[str], list[str]]]:
     """Per table: builtin chain policies, user chains, rules (`-A ...` lines)."""
     state: dict[str, tuple[dict[str, str], set[str], list[str]]] = {}
     if not shutil.which(binary):
@@ -169,9 +139,7 @@ def _bridges() -> set[str]:
 def _is_docker_rule(rule: str) -> bool:
     # Only rules of Docker's own shape are removed, so rules that others add
     # to the host while the daemon runs are left alone.
-    return any(
-        mark in rule for mark in ("DOCKER", "docker0", " br-", "198.18.", "198.19.")
-    )
+    return any(mark in rule for mark in ("DOCKER", "docker0", " br-", "198.18.", "198.19."))
 
 
 class HostState:
@@ -192,19 +160,11 @@ class HostState:
                 for rule in reversed(rules):
                     if extra[rule] > 0 and _is_docker_rule(rule):
                         extra[rule] -= 1
-                        _run(
-                            [binary, "-t", table, "-D", *shlex.split(rule)[1:]],
-                            timeout=30,
-                            check=False,
-                        )
-                        undone.append(f"{binary} -t {table} {rule}")
-                new_chains = sorted(
-                    c for c in chains - old_chains if c.startswith("DOCKER")
-                )
-                for op in (
-                    "-F",
-                    "-X",
-                ):  # flush all first: the chains jump to each other
+                        delete = [binary, "-t", table, "-D", *shlex.split(rule)[1:]]
+                        _run(delete, timeout=30, check=False)
+                        undone.append(f"{binary} -t {table} -D {rule[3:]}")
+                new_chains = sorted(c for c in chains - old_chains if c.startswith("DOCKER"))
+                for op in ("-F", "-X"):  # flush all first: the chains jump to each other
                     for chain in new_chains:
                         _run([binary, "-t", table, op, chain], timeout=30, check=False)
                 undone += [f"{binary} -t {table} -X {c}" for c in new_chains]
@@ -263,31 +223,18 @@ def _docker_info(env: dict[str, str], timeout: float = 10) -> dict[str, Any] | N
     if not shutil.which("docker"):
         return None
     try:
-        proc = _run(
-            ["docker", "info", "--format", "{{json .}}"],
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
+        proc = _run(["docker", "info", "--format", "{{json .}}"], timeout=timeout, env=env, check=False)
     except DockerError:
         return None
     try:
         info = json.loads(proc.stdout or "null")
     except json.JSONDecodeError:
         return None
-    return (
-        info
-        if proc.returncode == 0 and isinstance(info, dict) and info.get("ServerVersion")
-        else None
-    )
+    return info if proc.returncode == 0 and isinstance(info, dict) and info.get("ServerVersion") else None
 
 
 def _dockerd_pids() -> list[int]:
-    return [
-        int(p.parent.name)
-        for p in Path("/proc").glob("[0-9]*/comm")
-        if _read(p) == "dockerd"
-    ]
+    return [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/comm") if _read(p) == "dockerd"]
 
 
 def _read(path: Path) -> str:
@@ -306,9 +253,7 @@ def _userland_proxy_of_existing() -> bool | None:
             if arg.startswith("--userland-proxy"):
                 return arg.partition("=")[2].lower() not in ("false", "0")
     try:
-        value = json.loads(Path("/etc/docker/daemon.json").read_text()).get(
-            "userland-proxy"
-        )
+        value = json.loads(Path("/etc/docker/daemon.json").read_text()).get("userland-proxy")
         if value is not None:
             return bool(value)
     except (OSError, ValueError, AttributeError):
@@ -394,17 +339,13 @@ class Dockerd(AbstractContextManager["Dockerd"]):
             info = _docker_info(self.env)
             if info is None:
                 self.stop()
-                raise DockerError(
-                    f"dockerd answers /_ping but not docker info at {self.docker_host}"
-                )
+                raise DockerError(f"dockerd answers /_ping but not docker info at {self.docker_host}")
         self.timings["start_s"] = round(time.monotonic() - t0, 3)
         self.settings = {
             "started_by_lab": self.owned,
             "docker_host": self.docker_host,
             "version": info.get("ServerVersion"),
-            "userland_proxy": self.userland_proxy
-            if self.owned
-            else _userland_proxy_of_existing(),
+            "userland_proxy": self.userland_proxy if self.owned else _userland_proxy_of_existing(),
             "data_root": info.get("DockerRootDir"),
             "storage_driver": info.get("Driver"),
             "cgroup_version": info.get("CgroupVersion"),
@@ -413,18 +354,12 @@ class Dockerd(AbstractContextManager["Dockerd"]):
             "cpus": info.get("NCPU"),
         }
         if self.owned:
-            self.settings |= {
-                "bip": self.bip,
-                "address_pool": self.address_pool,
-                "mtu": self._mtu,
-            }
+            self.settings |= {"bip": self.bip, "address_pool": self.address_pool, "mtu": self._mtu}
         return self
 
     def _launch(self) -> None:
         if os.geteuid() != 0:
-            raise DockerError(
-                "starting dockerd needs root; or start Docker yourself and set DOCKER_HOST"
-            )
+            raise DockerError("starting dockerd needs root; or start Docker yourself and set DOCKER_HOST")
         self.data_root.mkdir(parents=True, exist_ok=True)
         self._run_dir = Path(tempfile.mkdtemp(prefix="protolab-dockerd-"))
         sock = self._run_dir / "docker.sock"
@@ -445,22 +380,15 @@ class Dockerd(AbstractContextManager["Dockerd"]):
         if self._mtu:
             cmd.append(f"--mtu={self._mtu}")
         self._host = HostState()
-        log = open(self._run_dir / "dockerd.log", "wb")  # noqa: SIM115 - lives as long as dockerd
-        self._proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
-        log.close()
+        with open(self._run_dir / "dockerd.log", "wb") as log:  # dockerd keeps its own copy
+            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.owned = True
         self.env = {**os.environ, "DOCKER_HOST": f"unix://{sock}"}
         deadline = time.monotonic() + self.start_timeout
         while not _ping(str(sock), timeout=2):
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 tail = self._log_tail()
-                why = (
-                    f"exited with {self._proc.returncode}"
-                    if self._proc.poll() is not None
-                    else "timed out"
-                )
+                why = f"exited with {self._proc.returncode}" if self._proc.poll() is not None else "timed out"
                 self.stop()
                 raise DockerError(f"dockerd {why} before answering on {sock}:\n{tail}")
             time.sleep(0.05)  # poll interval; readiness is the /_ping answer
@@ -481,8 +409,13 @@ class Dockerd(AbstractContextManager["Dockerd"]):
             try:
                 self._proc.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
+                # Killed, dockerd cannot stop the containerd it supervises.
+                containerd = _read(self._run_dir / "exec/containerd/containerd.pid") if self._run_dir else ""
                 self._proc.kill()
                 self._proc.wait(timeout=30)
+                if containerd.isdigit():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(containerd), signal.SIGTERM)
         undone = self._host.restore() if self._host else []
         self._remove_run_dir()
         self.owned = False
@@ -492,20 +425,10 @@ class Dockerd(AbstractContextManager["Dockerd"]):
         return undone
 
     def _remove_run_dir(self) -> None:
-        if not self._run_dir:
-            return
         # dockerd leaves exec/netns/default (an nsfs bind mount) behind.
-        for mount in sorted(self._mounts_under_run_dir(), reverse=True):
-            _run(["umount", mount], timeout=30, check=False)
-        if self._mounts_under_run_dir():
-            return  # never delete through a mount
-        shutil.rmtree(self._run_dir, ignore_errors=True)
-        self._run_dir = None
-
-    def _mounts_under_run_dir(self) -> list[str]:
-        prefix = f"{self._run_dir}/"
-        mounts = [m.split()[1] for m in _read(Path("/proc/self/mounts")).splitlines()]
-        return [m for m in mounts if m.startswith(prefix)]
+        if self._run_dir and not _umount_under(self._run_dir):
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
 
     def docker(
         self, *args: str, timeout: float = 120, check: bool = True
@@ -514,60 +437,90 @@ class Dockerd(AbstractContextManager["Dockerd"]):
         return _run(["docker", *args], timeout=timeout, env=self.env, check=check)
 
     def image_exists(self, image: str) -> bool:
-        return (
-            self.docker("image", "inspect", image, timeout=30, check=False).returncode
-            == 0
-        )
+        return self.docker("image", "inspect", image, timeout=30, check=False).returncode == 0
 
     def image_size(self, image: str) -> int:
-        return int(
-            self.docker(
-                "image", "inspect", "--format", "{{.Size}}", image, timeout=30
-            ).stdout
-        )
+        return int(self.docker("image", "inspect", "--format", "{{.Size}}", image, timeout=30).stdout)
 
 
 # --- images --------------------------------------------------------------------
 
 
-def build_base_image(
-    d: Dockerd, image: str = BASE_IMAGE, mirror: str = DEBIAN_MIRROR
-) -> bool:
-    """Debootstrap Debian bookworm (minbase) and import it; False if it existed."""
+# What the official debian:*-slim images configure: no apt caches kept in
+# layers, and no docs, man pages or translations installed.
+_APT_RM = "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin"
+APT_CLEAN = f"""\
+DPkg::Post-Invoke {{ "{_APT_RM} || true"; }};
+APT::Update::Post-Invoke {{ "{_APT_RM} || true"; }};
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+"""
+DPKG_SLIM = """\
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+"""
+
+
+def _slim_rootfs(rootfs: Path, mirror: str) -> None:
+    (rootfs / "etc/apt/sources.list").write_text(
+        f"deb {mirror} bookworm main\n"
+        f"deb {mirror} bookworm-updates main\n"
+        f"deb {mirror}-security bookworm-security main\n"
+    )
+    (rootfs / "etc/apt/apt.conf.d/docker-clean").write_text(APT_CLEAN)
+    (rootfs / "etc/dpkg/dpkg.cfg.d/docker").write_text(DPKG_SLIM)
+    junk = [p for d in ("man", "info", "locale") for p in (rootfs / "usr/share" / d).glob("*")]
+    junk += [p for p in (rootfs / "usr/share/doc").glob("*/*") if p.name != "copyright"]
+    junk += [p for p in (rootfs / "var/lib/apt/lists").glob("*") if p.is_file()]
+    junk += [p for p in (rootfs / "var/cache/apt").rglob("*") if p.is_file()]
+    for p in junk:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+
+
+def _umount_under(path: Path) -> list[str]:
+    """Unmount what is mounted below path; return what stays mounted."""
+
+    def below() -> list[str]:
+        mounts = _read(Path("/proc/self/mounts")).splitlines()
+        return [m.split()[1] for m in mounts if m.split()[1].startswith(f"{path}/")]
+
+    for mount in sorted(below(), reverse=True):
+        _run(["umount", mount], timeout=30, check=False)
+    return below()
+
+
+def build_base_image(d: Dockerd, image: str = BASE_IMAGE, mirror: str = DEBIAN_MIRROR) -> dict[str, float]:
+    """Debootstrap Debian bookworm (minbase) and import it; return step timings.
+
+    Returns {} if the image exists already.
+    """
     if d.image_exists(image):
-        return False
+        return {}
     if not shutil.which("debootstrap"):
         ensure_docker_installed()
-    with tempfile.TemporaryDirectory(prefix="protolab-rootfs-", dir="/var/tmp") as tmp:
-        rootfs = Path(tmp) / "rootfs"
+    tmp = Path(tempfile.mkdtemp(prefix="protolab-rootfs-", dir="/var/tmp"))
+    rootfs = tmp / "rootfs"
+    t0 = time.monotonic()
+    try:
         _run(
             ["debootstrap", "--variant=minbase", "bookworm", str(rootfs), mirror],
             timeout=1800,
         )
-        (rootfs / "etc/apt/sources.list").write_text(
-            f"deb {mirror} bookworm main\n"
-            f"deb {mirror} bookworm-updates main\n"
-            f"deb {mirror}-security bookworm-security main\n"
-        )
-        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
-            for p in (rootfs / junk).glob("*"):
-                if p.is_file():
-                    p.unlink()
+        _slim_rootfs(rootfs, mirror)
+        timings = {"debootstrap_s": round(time.monotonic() - t0, 1)}
         with subprocess.Popen(
             ["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."],
             stdout=subprocess.PIPE,
         ) as tar:
+            changes = ["--change", 'CMD ["bash"]', "--change", "ENV LANG=C.UTF-8"]
             proc = subprocess.run(
-                [
-                    "docker",
-                    "import",
-                    "--change",
-                    'CMD ["bash"]',
-                    "--change",
-                    "ENV LANG=C.UTF-8",
-                    "-",
-                    image,
-                ],
+                ["docker", "import", *changes, "-", image],
                 stdin=tar.stdout,
                 capture_output=True,
                 text=True,
@@ -577,7 +530,35 @@ def build_base_image(
             )
         if tar.returncode != 0 or proc.returncode != 0:
             raise DockerError(f"docker import failed: {proc.stderr.strip()}")
-    return True
+        timings["import_s"] = round(time.monotonic() - t0 - timings["debootstrap_s"], 1)
+    finally:
+        # debootstrap mounts /proc and /sys in the rootfs; never delete through them.
+        if not _umount_under(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return timings
+
+
+def tls_intercepted(host: str = "pypi.org", timeout: float = 5.0) -> bool:
+    """True if host's certificate does not chain to Mozilla's CAs (a TLS proxy).
+
+    False also when host cannot be reached: then nothing is added.
+    """
+    mozilla = sorted(Path("/usr/share/ca-certificates/mozilla").glob("*.crt"))
+    if not mozilla:
+        return False
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    for cert in mozilla:
+        ctx.load_verify_locations(cert)
+    try:
+        with (
+            socket.create_connection((host, 443), timeout=timeout) as raw,
+            ctx.wrap_socket(raw, server_hostname=host),
+        ):
+            return False
+    except ssl.SSLCertVerificationError:
+        return True
+    except OSError:
+        return False
 
 
 def host_ca_files() -> list[Path]:
@@ -585,35 +566,27 @@ def host_ca_files() -> list[Path]:
     return sorted(HOST_CA_DIR.rglob("*.crt")) if HOST_CA_DIR.is_dir() else []
 
 
+def _build(d: Dockerd, folder: str, image: str, base: str, extra: dict[str, Path]) -> None:
+    # A temporary context: the folder plus files from the host (extra: name -> source).
+    with tempfile.TemporaryDirectory(prefix=f"protolab-{folder}-") as tmp:
+        ctx = Path(tmp)
+        shutil.copytree(DOCKER_DIR / folder, ctx, dirs_exist_ok=True)
+        for name, source in extra.items():
+            shutil.copy2(source, ctx / name)
+        build = ["build", "--network=host", "--build-arg", f"BASE_IMAGE={base}", "-t", image, str(ctx)]
+        d.docker(*build, timeout=1800)
+
+
 def build_python_image(
-    d: Dockerd,
-    image: str = PYTHON_IMAGE,
-    base: str = BASE_IMAGE,
-    extra_ca: list[Path] | None = None,
+    d: Dockerd, image: str = PYTHON_IMAGE, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None
 ) -> None:
     """Build protolab/python:3.11; `extra_ca` certificates are added to its trust store."""
-    with tempfile.TemporaryDirectory(prefix="protolab-python-") as tmp:
-        ctx = Path(tmp)
-        shutil.copytree(DOCKER_DIR / "python", ctx, dirs_exist_ok=True)
-        for i, cert in enumerate(extra_ca or []):
-            shutil.copy(cert, ctx / "extra-ca" / f"{i:02d}-{cert.name}")
-        d.docker(
-            "build",
-            "--network=host",
-            "--build-arg",
-            f"BASE_IMAGE={base}",
-            "-t",
-            image,
-            str(ctx),
-            timeout=1800,
-        )
+    extra = {f"extra-ca/{i:02d}-{cert.name}": cert for i, cert in enumerate(extra_ca or [])}
+    _build(d, "python", image, base, extra)
 
 
 def build_secantusd_image(
-    d: Dockerd,
-    image: str = SECANTUSD_IMAGE,
-    base: str = BASE_IMAGE,
-    binary: Path = SECANTUSD_BINARY,
+    d: Dockerd, image: str = SECANTUSD_IMAGE, base: str = BASE_IMAGE, binary: Path = SECANTUSD_BINARY
 ) -> None:
     """Build the embedded database's image from the binary built on the host."""
     if not binary.is_file():
@@ -621,68 +594,50 @@ def build_secantusd_image(
             f"{binary} is missing; build it with: cargo install secantus-mdb --version {SECANTUSD_VERSION} "
             f"--ignore-rust-version --locked --root {binary.parent.parent}"
         )
-    with tempfile.TemporaryDirectory(prefix="protolab-secantusd-") as tmp:
-        ctx = Path(tmp)
-        shutil.copytree(DOCKER_DIR / "mongo-embedded", ctx, dirs_exist_ok=True)
-        shutil.copy2(binary, ctx / "secantusd-rs")
-        d.docker(
-            "build",
-            "--network=host",
-            "--build-arg",
-            f"BASE_IMAGE={base}",
-            "-t",
-            image,
-            str(ctx),
-            timeout=1800,
-        )
+    _build(d, "mongo-embedded", image, base, {"secantusd-rs": binary})
 
 
-def build_images(d: Dockerd, host_ca: bool = False) -> dict[str, Any]:
-    """Build every base image (idempotent); return timings (s) and sizes (bytes)."""
-    report: dict[str, Any] = {}
+def build_images(d: Dockerd, host_ca: bool | None = None) -> dict[str, Any]:
+    """Build every base image (idempotent); return timings (s) and sizes (bytes).
+
+    host_ca: add the host's local CAs to protolab/python so that pip works
+    behind an intercepting TLS proxy. None: $PROTOLAB_HOST_CA (1/0) if set,
+    else only where TLS to pypi.org is seen to be intercepted.
+    """
+    if host_ca is None:
+        env = os.environ.get("PROTOLAB_HOST_CA")
+        host_ca = env not in ("0", "") if env is not None else tls_intercepted()
+    extra_ca = host_ca_files() if host_ca else []
+    report: dict[str, Any] = {"python_extra_ca": [str(p) for p in extra_ca]}
     steps = [
         ("base", BASE_IMAGE, lambda: build_base_image(d)),
-        (
-            "python",
-            PYTHON_IMAGE,
-            lambda: build_python_image(
-                d, extra_ca=host_ca_files() if host_ca else None
-            ),
-        ),
+        ("python", PYTHON_IMAGE, lambda: build_python_image(d, extra_ca=extra_ca)),
         ("secantusd", SECANTUSD_IMAGE, lambda: build_secantusd_image(d)),
     ]
     for name, image, build in steps:
         t0 = time.monotonic()
-        build()
-        report[name] = {
-            "image": image,
-            "seconds": round(time.monotonic() - t0, 1),
-            "bytes": d.image_size(image),
-        }
+        steps_s = build() or {}
+        seconds = round(time.monotonic() - t0, 1)
+        size = d.image_size(image)
+        report[name] = {"image": image, "seconds": seconds, **steps_s, "bytes": size}
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m lab.dockerd", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m lab.dockerd", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    images = sub.add_parser(
-        "images", help="build protolab/debian, protolab/python and protolab/secantusd"
-    )
+    images = sub.add_parser("images", help="build protolab/debian, protolab/python and protolab/secantusd")
     images.add_argument(
         "--host-ca",
-        action="store_true",
-        help="add the host's local CAs to the python image",
+        action=argparse.BooleanOptionalAction,
+        help="add the host's local CAs to the python image (default: only if "
+        "TLS to pypi.org is intercepted, or $PROTOLAB_HOST_CA)",
     )
     sub.add_parser("info", help="print the daemon's settings as JSON")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
     installed = ensure_docker_installed()
-    out: dict[str, Any] = {
-        "installed": installed,
-        "install_s": round(time.monotonic() - t0, 1),
-    }
+    out: dict[str, Any] = {"installed": installed, "install_s": round(time.monotonic() - t0, 1)}
     with Dockerd() as d:
         out["dockerd"] = d.settings
         if args.cmd == "images":
