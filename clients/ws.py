@@ -29,6 +29,9 @@ class WebSocketClient:
             self.ws = Client.connect(endpoint)
         finally:
             socket.setdefaulttimeout(previous)
+        # From here on the library's reader thread blocks in recv() while the
+        # connection idles; receive(timeout=...) bounds each call instead.
+        self.ws.sock.settimeout(None)
         self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _exchange(self, message: str | bytes, request_id: Any) -> Any:
@@ -69,13 +72,13 @@ class WebSocketClient:
         self._call("health")
 
     def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
-        """`body` is the whole message; replies to it carry request_id null
-        unless the body names one."""
+        """`body` is the whole message, sent as a binary frame (so it need not
+        be UTF-8); replies to it carry request_id null unless the body names one."""
         try:
             request_id = loads(body).get("request_id")
         except (ValueError, AttributeError):
             request_id = None
-        return self._exchange(body.decode("utf-8", errors="surrogateescape"), request_id)
+        return self._exchange(body, request_id)
 
     def close(self) -> None:
         self.ws.close()

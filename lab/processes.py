@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-
 _PR_SET_PDEATHSIG = 1
 
 

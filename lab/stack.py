@@ -58,7 +58,7 @@ def _start_native(impl: Implementation, db: Database, logs: Path) -> tuple[Proce
                  "LAB_THREADS": str(settings.threads()), "PYTHONPATH": str(settings.ROOT)},
             cwd=settings.ROOT)
 
-        def healthy() -> bool:
+        def healthy(endpoint: str = endpoint) -> bool:
             client = connect(impl.protocol, endpoint)
             try:
                 client.health()

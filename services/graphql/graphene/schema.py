@@ -13,8 +13,14 @@ from graphql import GraphQLError
 
 from contract.errors import ContractError
 from contract.game import (
-    BOOL, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAIL_FIELDS, LANGUAGE_DETAILS, NULLABLE_BOOL,
-    STR, STR_LIST,
+    BOOL,
+    DEFAULT_LIST_LIMIT,
+    FIELDS,
+    LANGUAGE_DETAIL_FIELDS,
+    LANGUAGE_DETAILS,
+    NULLABLE_BOOL,
+    STR,
+    STR_LIST,
 )
 from services.common.store import Store
 

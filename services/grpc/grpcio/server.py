@@ -12,8 +12,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from concurrent import futures
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError

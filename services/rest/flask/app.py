@@ -9,7 +9,12 @@ from werkzeug.exceptions import HTTPException
 
 from contract.codec import dumps, loads
 from contract.errors import (
-    CODE_OF_HTTP_STATUS, HTTP_STATUS, INTERNAL, ContractError, InvalidArgument,
+    CODE_OF_HTTP_STATUS,
+    HTTP_STATUS,
+    INTERNAL,
+    INVALID_ARGUMENT,
+    ContractError,
+    InvalidArgument,
 )
 from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
 from services.common.store import Store
@@ -23,8 +28,8 @@ def _json(body: Any, status: int = 200, **headers: str) -> Response:
     return Response(dumps(body), status=status, mimetype="application/json", headers=headers)
 
 
-def _error(code: str, message: str) -> Response:
-    return _json({"error": {"code": code, "message": message}}, HTTP_STATUS[code])
+def _error(code: str, message: str, status: int | None = None) -> Response:
+    return _json({"error": {"code": code, "message": message}}, status or HTTP_STATUS[code])
 
 
 def _body() -> Any:
@@ -50,9 +55,9 @@ def contract_error(exc: ContractError) -> Response:
 
 @app.errorhandler(HTTPException)
 def http_error(exc: HTTPException) -> Response:
-    code = CODE_OF_HTTP_STATUS.get(exc.code or 500, INVALID_ARGUMENT if (exc.code or 500) < 500 else INTERNAL)
-    response = _json({"error": {"code": code, "message": exc.description}}, exc.code or 500)
-    return response
+    status = exc.code or 500
+    code = CODE_OF_HTTP_STATUS.get(status, INVALID_ARGUMENT if status < 500 else INTERNAL)
+    return _error(code, exc.description or "", status)
 
 
 @app.get("/health")

@@ -40,7 +40,6 @@ OPTIONAL = {"limit", "offset"}
 def handle(message: str | bytes) -> dict[str, Any]:
     request_id = None
     try:
-        check_size(len(message))
         try:
             request = loads(message)
         except ValueError as exc:
@@ -51,6 +50,9 @@ def handle(message: str | bytes) -> dict[str, Any]:
         if type(request_id) not in (int, str):
             request_id = None
             raise InvalidArgument("request_id must be an integer or a string")
+        # Checked after parsing (frames are capped at MAX_FRAME_BYTES), so the
+        # error reply can name the request it answers.
+        check_size(len(message))
         unknown = set(request) - {"request_id", "op", "params"}
         if unknown:
             raise InvalidArgument(f"unknown request member {sorted(unknown)[0]!r}")

@@ -1,0 +1,65 @@
+"""What every result file says about the run that produced it."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from importlib import metadata
+from typing import Any
+
+from lab import settings
+from lab.database import Database
+from lab.registry import Implementation
+
+CLIENT_PACKAGES = ("requests", "urllib3", "grpcio", "protobuf", "simple-websocket", "pymongo",
+                   "pytest-benchmark")
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.ROOT, capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=settings.ROOT, capture_output=True, text=True, timeout=10).stdout
+        return commit + ("-dirty" if dirty.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def run_context(mode: str, database: Database, implementations: list[Implementation],
+                **extra: Any) -> dict[str, Any]:
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "mode": mode,
+        "database": database.describe(),
+        "implementations": {
+            i.name: {"protocol": i.protocol, "language": i.language, "library": i.library,
+                     "server": i.server, "versions": i.versions()} for i in implementations},
+        "client_versions": {p: _version(p) for p in CLIENT_PACKAGES},
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": {"model": cpu_model(), "count": os.cpu_count()},
+        "commit": git_commit(),
+        "settings": {"service_threads": settings.threads(), "service_processes": 1,
+                     "host": settings.host(), **extra},
+    }
