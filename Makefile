@@ -1,0 +1,36 @@
+# protolab: `make bench` measures, `make test` checks. Both bootstrap what they need.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
+PYTEST_ARGS ?=
+
+.PHONY: bootstrap db test bench serve lint clean
+
+bootstrap: $(STAMP) db
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+# The embedded database server, built once into the cache (skipped with MONGODB_URI).
+db: $(STAMP)
+	@if [ -z "$$MONGODB_URI" ]; then $(PY) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
+
+test: bootstrap
+	$(PY) -m pytest --benchmark-disable $(PYTEST_ARGS)
+
+bench: bootstrap
+	$(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+
+serve: bootstrap
+	$(VENV)/bin/protolab serve
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) results/benchmarks results/capture

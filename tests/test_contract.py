@@ -1,0 +1,53 @@
+"""The contract files agree with the code that serves them."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+
+from contract import games_pb2 as pb
+from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, check_game
+from contract.generate import generate
+from lab import dataset
+from lab.settings import ROOT
+
+CONTRACT = ROOT / "contract"
+
+
+def test_generated_grpc_code_is_current():
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = generate(Path(tmp))
+    for name, text in fresh.items():
+        assert (CONTRACT / name).read_text() == text, f"run: python -m contract.generate ({name} is stale)"
+
+
+def test_proto_game_has_exactly_the_contract_fields():
+    names = [f.name for f in pb.Game.DESCRIPTOR.fields]
+    assert names == ["id", *FIELDS]
+    assert [f.name for f in pb.LanguageDetail.DESCRIPTOR.fields] == list(LANGUAGE_DETAIL_FIELDS)
+
+
+def test_schema_graphql_is_the_served_schema(monkeypatch):
+    monkeypatch.setenv("MONGODB_URI", "mongodb://127.0.0.1:9/?directConnection=true")
+    from services.graphql.graphene.schema import schema
+    text = (CONTRACT / "schema.graphql").read_text()
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
+    assert body == str(schema).strip()
+
+
+def test_openapi_and_ws_schema_list_every_field():
+    openapi = (CONTRACT / "openapi.yaml").read_text()
+    required = re.search(r"GameFields:.*?required: \[([^\]]*)\]", openapi, re.S).group(1)
+    assert [f.strip() for f in required.split(",")] == list(FIELDS)
+    ws = json.loads((CONTRACT / "ws-protocol.schema.json").read_text())
+    assert ws["$defs"]["GameFields"]["required"] == list(FIELDS)
+    assert list(ws["$defs"]["LanguageDetail"]["properties"]) == list(LANGUAGE_DETAIL_FIELDS)
+
+
+def test_every_dataset_game_passes_validation():
+    games = dataset.games()
+    assert len(games) == 3424
+    for game in games:
+        assert check_game(game) == {k: game[k] for k in FIELDS}
