@@ -79,9 +79,11 @@ def _start_native(impl: Implementation, db: Database, logs: Path) -> tuple[Proce
 def running_lab(names: Sequence[str] | None = None, mode: str | None = None) -> Iterator[Lab]:
     mode = mode or settings.mode()
     if mode == "docker":
-        raise SystemExit(
-            "LAB_MODE=docker: Docker mode is not built yet (it arrives with its own issue); "
-            "run with LAB_MODE=native.")
+        from lab import compose  # Docker mode only: native runs never import it
+
+        with compose.running_stack(names) as lab:
+            yield lab
+        return
     implementations = discover()
     if names:
         unknown = set(names) - {i.name for i in implementations}
