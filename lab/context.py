@@ -47,11 +47,18 @@ def _version(package: str) -> str:
 
 
 def run_context(mode: str, database: Database, implementations: list[Implementation],
-                **extra: Any) -> dict[str, Any]:
+                docker: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """`docker`: the Docker side of a docker-mode run (daemon settings, images);
+    by default the running stack's own description (lab.compose)."""
+    if docker is None and mode == "docker":
+        from lab import compose
+
+        docker = compose.active_description()
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "mode": mode,
         "database": database.describe(),
+        **({"docker": docker} if docker is not None else {}),
         "implementations": {
             i.name: {"protocol": i.protocol, "language": i.language, "library": i.library,
                      "server": i.server, "versions": i.versions()} for i in implementations},
