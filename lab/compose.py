@@ -361,6 +361,7 @@ class ComposeStack:
         """What results record about the Docker side of the run."""
         return {
             "daemon": self.d.settings,
+            "daemon_pid": self.d.pid,
             "compose_project": self.project,
             "mongo_image": self.images.mongo,
             "base_image": self.images.base,

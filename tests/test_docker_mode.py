@@ -1,0 +1,121 @@
+"""Docker mode: compose.yaml covers every implementation, and the stack works.
+
+The static tests need no Docker. The smoke test (marked `docker`) brings the
+stack up through the lab (lab.compose), runs one round of every operation for
+every implementation through the lab's clients, brings it down and checks
+that the host is as before (ip_forward, the FORWARD policy, no daemon left).
+It is skipped only where Docker cannot run, with the reason printed.
+
+    pytest tests/test_docker_mode.py                       # own stack, host check
+    pytest --lab-mode docker tests/test_docker_mode.py     # the session's stack
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from lab import compose, dataset, dockerd, settings
+from lab.registry import discover
+from lab.stack import Lab, running_lab
+
+IMPLEMENTATIONS = discover()
+
+
+def test_compose_file_is_generated_from_the_manifests() -> None:
+    assert compose.stale_reason() is None, "run: python -m lab.compose write"
+
+
+def _service_block(text: str, name: str) -> str:
+    lines = text.splitlines()
+    try:
+        start = lines.index(f"  {name}:")
+    except ValueError:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:3].strip() and lines[i][2] != " "),
+               len(lines))
+    return "\n".join(lines[start:end]) + "\n"
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda i: i.name)
+def test_every_implementation_is_a_compose_service(impl) -> None:
+    name = compose.service_name(impl)
+    block = _service_block(compose.COMPOSE_FILE.read_text(), name)
+    assert block, f"{impl.name} is not in compose.yaml"
+    assert f"SERVICE: {impl.name}\n" in block
+    assert f'"127.0.0.1:${{{compose.port_variable(impl)}:-}}:{compose.container_port(impl)}"' in block
+    assert "condition: service_healthy" in block
+    assert (settings.ROOT / compose.dockerfile_of(impl)).is_file(), impl.dockerfile
+
+
+def test_every_published_port_is_on_loopback_only() -> None:
+    ports = [line for line in compose.COMPOSE_FILE.read_text().splitlines() if "ports:" in line]
+    assert len(ports) == len(IMPLEMENTATIONS) + 1
+    assert all('["127.0.0.1:' in line for line in ports)
+
+
+@pytest.mark.skipif(not shutil.which("docker-compose"), reason="docker-compose is not installed")
+def test_docker_compose_accepts_the_file() -> None:
+    proc = subprocess.run(["docker-compose", "-f", str(compose.COMPOSE_FILE), "config", "-q"],
+                          capture_output=True, text=True, timeout=60, cwd=settings.ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _one_round(lab: Lab, name: str, game: dict, other: dict) -> None:
+    client = lab.client(name)
+    try:
+        client.health()
+        created = client.create(game)
+        game_id = created["id"]
+        assert {k: v for k, v in created.items() if k != "id"} == game
+        assert client.get(game_id) == created
+        assert game_id in [g["id"] for g in client.list(1000, 0)]
+        assert client.update(game_id, other) == {"id": game_id, **other}
+        client.delete(game_id)
+        assert game_id not in [g["id"] for g in client.list(1000, 0)]
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
+def test_docker_stack_serves_every_operation_and_leaves_the_host_as_it_was(
+        request: pytest.FixtureRequest) -> None:
+    reason = dockerd.docker_unavailable_reason()
+    if reason:
+        print(f"SKIP: Docker cannot run here: {reason}")
+        pytest.skip(f"Docker cannot run here: {reason}")
+    session_is_docker = request.config.getoption("--lab-mode") == "docker"
+    ip_forward = dockerd.IP_FORWARD.read_text().strip()
+    forward = dockerd.forward_policy() or "ACCEPT"
+    games = dataset.games()
+    t0 = time.monotonic()
+    with ExitStack() as stack:
+        # With --lab-mode docker the session's stack is used: one daemon per host.
+        lab = request.getfixturevalue("lab") if session_is_docker else stack.enter_context(
+            running_lab(mode="docker"))
+        up = time.monotonic() - t0
+        assert lab.mode == "docker"
+        assert lab.database.server and lab.database.version
+        description = compose.active_description()
+        assert description and description["daemon"]["version"]
+        for impl in lab.implementations:
+            assert lab.endpoints[impl.name].split("//")[-1].startswith("127.0.0.1:")
+            _one_round(lab, impl.name, games[11], games[12])
+        pids = dict(lab.pids)
+        started_daemon = description["daemon"]["started_by_lab"]
+        daemon_pid = description["daemon_pid"]
+        t1 = time.monotonic()
+    print(f"stack up (incl. daemon, images) {up:.1f} s; down (incl. daemon) {time.monotonic() - t1:.1f} s; "
+          f"daemon started here: {started_daemon}")
+    if session_is_docker:
+        return  # the session's stack is brought down (and the host restored) at the session's end
+    assert all(not Path(f"/proc/{pid}").exists() for pid in pids.values()), "a container outlived the stack"
+    if started_daemon:
+        assert dockerd.IP_FORWARD.read_text().strip() == ip_forward
+        assert (dockerd.forward_policy() or "ACCEPT") == forward
+        assert not Path(f"/proc/{daemon_pid}").exists(), "dockerd outlived the lab"
