@@ -24,7 +24,8 @@ def serve(args: argparse.Namespace) -> int:
         signal.signal(sig, interrupted)
     with running_lab(args.only or None, args.lab_mode) as lab:
         db = lab.database
-        print(f"database  {db.server} {db.version}  {db.uri}", flush=True)
+        print(f"database  {db.server} {db.version}  {db.uri}"
+              + (f"  (pid {db.pid})" if db.pid else ""), flush=True)
         for impl in lab.implementations:
             print(f"{impl.name:<24} {lab.endpoints[impl.name]}  (pid {lab.pids[impl.name]})", flush=True)
         print("serving; press Ctrl-C to stop", flush=True)

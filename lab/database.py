@@ -36,6 +36,7 @@ class Database:
     server: str  # the server's real name, never just "MongoDB" for a compatible one
     version: str
     reported_version: str  # what buildInfo says
+    pid: int | None = None  # when the lab started it
 
     def describe(self) -> dict[str, str]:
         return {"server": self.server, "version": self.version,
@@ -95,7 +96,7 @@ def embedded() -> Iterator[Database]:
             reported = process.wait_until(lambda: _buildinfo_version(uri),
                                           settings.STARTUP_TIMEOUT, "answering")
             yield Database(uri=uri, server=f"SecantusDB {SECANTUS_BINARY}",
-                           version=SECANTUS_VERSION, reported_version=str(reported))
+                           version=SECANTUS_VERSION, reported_version=str(reported), pid=process.pid)
         finally:
             process.stop()
 

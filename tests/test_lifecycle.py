@@ -1,0 +1,92 @@
+"""Nothing the lab starts outlives it: not after Ctrl-C, not after a failing
+test, not even when the lab itself is killed outright."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from lab.settings import ROOT
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie has exited; it only waits to be reaped
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pids: list[int], timeout: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if _alive(p)]
+        if not alive:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _serve() -> tuple[subprocess.Popen, list[int]]:
+    proc = subprocess.Popen([sys.executable, "-m", "lab.cli", "serve"], cwd=ROOT, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pids, lines = [], []
+    deadline = time.monotonic() + 120
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        pids += [int(p) for p in re.findall(r"\(pid (\d+)\)", line)]
+        if line.startswith("serving"):
+            return proc, pids
+    proc.kill()
+    pytest.fail("protolab serve did not come up:\n" + "".join(lines))
+
+
+def test_serve_prints_every_endpoint_and_stops_everything_on_interrupt():
+    proc, pids = _serve()
+    assert len(pids) >= 5  # the database and four services
+    assert all(_alive(p) for p in pids)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 0
+    assert _wait_gone(pids) == []
+
+
+def test_killing_the_lab_outright_takes_its_processes_along():
+    proc, pids = _serve()
+    proc.kill()  # SIGKILL: no cleanup code runs; the kernel's parent-death signal does it
+    proc.wait(10)
+    assert _wait_gone(pids) == []
+
+
+def test_a_failing_test_still_stops_the_lab(tmp_path):
+    pid_file = tmp_path / "pids"
+    (tmp_path / "test_fails.py").write_text(textwrap.dedent(f"""
+        def test_fails(lab):
+            pids = [lab.database.pid, *lab.pids.values()]
+            open({str(pid_file)!r}, "w").write(" ".join(map(str, pids)))
+            assert False, "deliberate"
+    """))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "lab.testing", "-p", "no:cacheprovider", "-q",
+         str(tmp_path / "test_fails.py")],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 1, result.stdout + result.stderr
+    pids = [int(p) for p in pid_file.read_text().split()]
+    assert len(pids) >= 5
+    assert _wait_gone(pids) == []
