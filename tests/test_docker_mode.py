@@ -103,6 +103,9 @@ def test_docker_stack_serves_every_operation_and_leaves_the_host_as_it_was(
         assert lab.database.server and lab.database.version
         description = compose.active_description()
         assert description and description["daemon"]["version"]
+        store = lab.store()
+        dataset.reset(store.games, [], indexes=False)  # the session's stack may hold others' games
+        store.close()
         for impl in lab.implementations:
             assert lab.endpoints[impl.name].split("//")[-1].startswith("127.0.0.1:")
             _one_round(lab, impl.name, games[11], games[12])
