@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap db test bench serve lint clean
+.PHONY: bootstrap db test bench serve lint clean docker-images bench-docker test-docker
 
 bootstrap: $(STAMP) db
 
@@ -28,6 +28,20 @@ bench: bootstrap
 
 serve: bootstrap
 	$(VENV)/bin/protolab serve
+
+# Docker mode (lab/compose.py). Local base, Python and database images for hosts
+# without an image registry (debootstrap; about a minute once, then cached).
+docker-images: bootstrap
+	$(PY) -m lab.dockerd images
+
+bench-docker: bootstrap
+	LAB_MODE=docker $(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+
+# The smoke test (own stack; checks the host is restored), then the conformance
+# suite against the Docker stack.
+test-docker: bootstrap
+	$(PY) -m pytest --benchmark-disable tests/test_docker_mode.py $(PYTEST_ARGS)
+	$(PY) -m pytest --benchmark-disable --lab-mode docker tests/test_conformance.py $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
