@@ -41,3 +41,24 @@ def reset(collection: Collection, selection: list[dict[str, Any]], *, indexes: b
     if indexes:
         for field in SECONDARY_INDEXES:
             collection.create_index(field)
+
+
+# The games every measurement uses, so latency and wire bytes describe the same work.
+FETCH_SET = 100  # the fetch benchmarks' collection: the dataset's first 100 games
+
+
+def median_game() -> dict[str, Any]:
+    """The game whose JSON size is the dataset's median: typical, not extreme
+    (the game every benchmark inserts)."""
+    by_size = sorted(games(), key=lambda g: (len(str(g)), g["link"]))
+    return by_size[len(by_size) // 2]
+
+
+def fetch_games() -> list[dict[str, Any]]:
+    """The collection the fetch benchmarks run against."""
+    return games()[:FETCH_SET]
+
+
+def fetch_id() -> str:
+    """The id of the game every fetch-one benchmark fetches (the middle of the set)."""
+    return documents([fetch_games()[FETCH_SET // 2]])[0]["_id"]
