@@ -1,0 +1,128 @@
+"""What tshark's protocol dissectors say about each packet of a capture.
+
+`dissect(path, decode_as)` runs `tshark -r FILE -d tcp.port==P,PROTO ...` once
+and returns, per frame number, the application framing tshark found in it:
+HTTP/1.1 messages (`http.request`/`http.response`, `http.content_length`),
+HTTP/2 frames (`http2.type`, `http2.length`, `http2.streamid`, `http2.magic`),
+gRPC messages (`grpc.message_length`), WebSocket frames (`websocket.opcode`,
+`websocket.mask`, `websocket.payload_length[_ext_16|_ext_64]`) and MongoDB
+commands (the first `mongo.element.name` of a message is its command).
+The services listen on ports chosen at run time, so every port is named with
+`-d`: tshark's heuristics would not recognise them.  tshark reports a message
+reassembled from several segments on its last segment, which is where its
+fields land here too.
+
+Nothing here parses packet bytes; it only adds up the lengths tshark reports.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capture.tshark import CaptureError, ensure_tshark
+
+H2_DATA, H2_HEADERS, H2_SETTINGS, H2_PING, H2_GOAWAY, H2_WINDOW_UPDATE = 0, 1, 4, 6, 7, 8
+H2_FRAME_HEADER = 9
+H2_PREFACE = 24  # "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+GRPC_PREFIX = 5  # compressed flag + 4-byte length before each protobuf message
+WS_CONTINUATION, WS_TEXT, WS_BINARY, WS_CLOSE = 0, 1, 2, 8
+WS_DATA_OPCODES = (WS_CONTINUATION, WS_TEXT, WS_BINARY)
+HELLO_COMMANDS = frozenset({"hello", "isMaster", "ismaster"})
+
+# Which tshark dissector decodes each protocol's port.
+DISSECTOR = {"rest": "http", "graphql": "http", "ws": "http", "grpc": "http2",
+             "mongo": "mongo"}
+
+
+@dataclass(frozen=True)
+class H2Frame:
+    type: int
+    length: int   # frame payload, without the 9-byte frame header
+    stream: int
+
+    @property
+    def size(self) -> int:
+        return H2_FRAME_HEADER + self.length
+
+
+@dataclass(frozen=True)
+class WsFrame:
+    opcode: int
+    length: int   # payload length
+    masked: bool
+
+    @property
+    def size(self) -> int:
+        """Bytes on the wire: RFC 6455 header (2, +2 or +8 length, +4 mask key) + payload."""
+        extra = 0 if self.length <= 125 else 2 if self.length <= 65535 else 8
+        return 2 + extra + (4 if self.masked else 0) + self.length
+
+
+@dataclass
+class Layers:
+    http_request: bool = False
+    http_response: bool = False
+    http_body: int = 0                     # sum of http.content_length
+    h2_magic: bool = False
+    h2: list[H2Frame] = field(default_factory=list)
+    grpc_messages: list[int] = field(default_factory=list)
+    ws: list[WsFrame] = field(default_factory=list)
+    mongo_command: str = ""                # first element name of the first message
+
+
+_FIELDS = ("frame.number", "http.request", "http.response", "http.content_length",
+           "http2.magic", "http2.type", "http2.length", "http2.streamid", "grpc.message_length",
+           "websocket.opcode", "websocket.mask", "websocket.payload_length",
+           "websocket.payload_length_ext_16", "websocket.payload_length_ext_64",
+           "mongo.element.name")
+_SEP = ";"
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(_SEP) if v != ""]
+
+
+def _bools(text: str) -> list[bool]:
+    return [v in ("1", "True") for v in text.split(_SEP) if v != ""]
+
+
+def _ws_frames(opcodes: str, masks: str, short: str, ext16: str, ext64: str) -> list[WsFrame]:
+    # The 16- and 64-bit lengths exist only on frames that need them, so they
+    # are consumed in order as the 7-bit length calls for them.
+    long16, long64 = iter(_ints(ext16)), iter(_ints(ext64))
+    frames = []
+    for opcode, masked, n in zip(_ints(opcodes), _bools(masks), _ints(short), strict=True):
+        length = next(long16) if n == 126 else next(long64) if n == 127 else n
+        frames.append(WsFrame(opcode, length, masked))
+    return frames
+
+
+def dissect(path: str | Path, decode_as: Mapping[int, str]) -> dict[int, Layers]:
+    """Layers per frame number, for frames where tshark found any; decode_as: port -> dissector."""
+    argv = [ensure_tshark(), "-n", "-r", str(path)]
+    for port, proto in sorted(decode_as.items()):
+        argv += ["-d", f"tcp.port=={int(port)},{proto}"]
+    argv += ["-Y", "tcp.len > 0", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
+             "-E", f"aggregator={_SEP}"]
+    for name in _FIELDS:
+        argv += ["-e", name]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=300)
+    if done.returncode:
+        raise CaptureError(f"tshark -r {path} (dissectors) failed: {done.stderr.strip()}")
+    out: dict[int, Layers] = {}
+    for line in done.stdout.splitlines():
+        (number, req, resp, clen, magic, h2type, h2len, h2stream, grpc_len, ws_op, ws_mask,
+         ws_len, ws_16, ws_64, mongo_names) = line.split("\t")
+        layers = Layers(
+            http_request=any(_bools(req)), http_response=any(_bools(resp)),
+            http_body=sum(_ints(clen)), h2_magic=bool(magic),
+            h2=[H2Frame(t, n, s) for t, n, s in zip(_ints(h2type), _ints(h2len),
+                                                     _ints(h2stream), strict=True)],
+            grpc_messages=_ints(grpc_len),
+            ws=_ws_frames(ws_op, ws_mask, ws_len, ws_16, ws_64),
+            mongo_command=mongo_names.split(_SEP, 1)[0])
+        out[int(number)] = layers
+    return out

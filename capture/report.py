@@ -1,0 +1,276 @@
+"""The wire-capture results as Markdown, CSV and JSON (results/capture/)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from capture.tshark import LOOPBACK_NOTE
+from capture.wire import DIRECTIONS, PHASES
+
+STUDY = ("Kamiński et al., \"Comparative review of selected Internet communication "
+         "protocols\", FCDS 2023 (arXiv 2212.07475), Table 7: bytes per operation, "
+         "counted with Wireshark")
+# Table 7 of the study, bytes.
+STUDY_TABLE_7 = {
+    "fetch-one": {"rest": 3536, "grpc": 3811, "graphql": 3766, "ws": 3469},
+    "insert": {"rest": 3298, "grpc": 3769, "graphql": 3746, "ws": 3069},
+}
+STUDY_OPERATION = {"fetch-one": "Fetching element", "insert": "Inserting element"}
+PROTOCOL_NAME = {"rest": "REST", "grpc": "gRPC", "graphql": "GraphQL", "ws": "WebSockets"}
+NETNS_NOTE = ("Captured on the host end of a veth pair into a network namespace, MTU 1,500: "
+              "segments of at most 1,448 payload bytes in frames of at most 1,514 bytes, with "
+              "a real 14-byte Ethernet header, as on a wired link. The service<->MongoDB "
+              "table is still captured on loopback (MTU 65,536, fake 14-byte Ethernet header).")
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}" if abs(x - round(x)) < 0.05 or abs(x) >= 100 else f"{x:,.1f}"
+
+
+def _pair(cell: dict[str, Any], key: str) -> str:
+    return f"{_n(cell['to_server'][key])} / {_n(cell['to_client'][key])}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines + [""]
+
+
+def by_protocol(results: dict[str, Any]) -> dict[str, str]:
+    """The first implementation of each protocol (registry order): the study's column."""
+    out: dict[str, str] = {}
+    for name, protocol in results["protocols"].items():
+        out.setdefault(protocol, name)
+    return out
+
+
+def comparison(results: dict[str, Any]) -> dict[str, Any]:
+    """The study's Table 7 beside the lab's figures, and whether the rankings agree."""
+    impl_of = by_protocol(results)
+    out: dict[str, Any] = {}
+    for op, study in STUDY_TABLE_7.items():
+        rows = {}
+        for protocol, study_bytes in study.items():
+            name = impl_of.get(protocol)
+            if name is None:
+                continue
+            new = results["new_connection"][name][op]["total"]["total"]["frame_bytes"]
+            db = results["database"][name][op]["new_connection"]["total"]["frame_bytes"]
+            steady = results["steady"][name][op]["total"]["frame_bytes"]
+            rows[protocol] = {"implementation": name, "study": study_bytes,
+                              "new_connection": new, "new_connection_with_db": new + db,
+                              "steady": steady, "study_over_lab": study_bytes / new}
+        ranks = {}
+        for column in ("study", "new_connection", "new_connection_with_db", "steady"):
+            ranks[column] = sorted(rows, key=lambda p, c=column: (rows[p][c], p))
+        out[op] = {"rows": rows, "ranking": ranks,
+                   "agrees": {c: ranks[c] == ranks["study"] for c in ranks if c != "study"}}
+    return out
+
+
+def _why_they_differ(results: dict[str, Any], comp: dict[str, Any]) -> str:
+    """One sentence, from the numbers, on why the study's bytes differ from the lab's."""
+    rec = results["context"]["records"]
+    diff = {op: [r["study"] - r["new_connection"] for r in c["rows"].values()]
+            for op, c in comp.items()}
+    if not all(diff.values()):
+        return ""
+    records = (f"this dataset's ~{rec['dataset_median_json']:,} B records (median JSON; the "
+               f"fetched game {rec['fetched_game_json']:,} B, the inserted "
+               f"{rec['inserted_game_json']:,} B)")
+    if all(d > 0 for ds in diff.values() for d in ds):
+        return (f"The study's figures exceed the lab's new-connection totals by "
+                f"{min(min(d) for d in diff.values()):,.0f}–{max(max(d) for d in diff.values()):,.0f} B, "
+                f"most likely because its records (Kaggle's \"80000 Steam games\" dataset) "
+                f"were larger than {records}.")
+    rest_insert = next(iter(comp["insert"]["rows"].values()))["implementation"]
+    echo = results["new_connection"][rest_insert]["insert"]["total"]["to_client"]["app_payload"]
+    fetch, insert = diff["fetch-one"], diff["insert"]
+    return (f"The study's fetch figures exceed the lab's new-connection totals by "
+            f"{min(fetch):,.0f}–{max(fetch):,.0f} B, likely because its records (Kaggle's \"80000 "
+            f"Steam games\" dataset) were larger than {records}, while its insert figures are "
+            f"{'below' if max(insert) < 0 else 'within'} the lab's ({min(insert):+,.0f} to "
+            f"{max(insert):+,.0f} B) because every lab insert also answers with the whole created "
+            f"game ({echo:,.0f} B of JSON back), which the study's insert apparently did not; "
+            f"the study does not say whether setup, teardown or database packets were counted.")
+
+
+def _ranking(order: list[str]) -> str:
+    return " < ".join(PROTOCOL_NAME.get(p, p) for p in order)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    ctx = results["context"]
+    cap = ctx["settings"]["capture"]
+    netns = cap["interface"] != "lo"
+    lines = ["# Bytes on the wire per operation", ""]
+    lines += [f"{ctx['date']} · commit `{ctx['commit']}` · mode {ctx['mode']} · database "
+              f"{ctx['database']['server']} {ctx['database']['version']} · {cap['tshark']} · "
+              f"{ctx['cpu']['count']} × {ctx['cpu']['model']}", ""]
+    lines += [f"Link: {cap['link']}, interface `{cap['interface']}`. "
+              + (NETNS_NOTE if netns else LOOPBACK_NOTE), ""]
+    lines += ["Frames and frame bytes are what tshark records per packet (link header "
+              "included); TCP payload is `tcp.len`; application payload is the body "
+              "itself: " + "; ".join(f"{PROTOCOL_NAME.get(p, p)}: {s}"
+                                     for p, s in ctx["payload_source"].items()) + ". "
+              "→ is client to server, ← server to client.", ""]
+    if results["problems"]:
+        lines += ["**Problems:** " + "; ".join(results["problems"]), ""]
+
+    # -- Table 7
+    comp = comparison(results)
+    lines += ["## The study's Table 7 beside the lab", "",
+              f"Study: {STUDY}. Lab: one operation on a new connection (TCP handshake, "
+              "application setup, the operation, close), all frames both directions; also "
+              "with the service<->MongoDB frames of that operation, and the steady-state cost "
+              "of the same operation on a kept-alive connection.", ""]
+    head = ["operation", "protocol", "study", "lab: new connection", "lab: + MongoDB",
+            "lab: kept-alive", "study ÷ lab (new conn.)"]
+    rows = []
+    for op, c in comp.items():
+        for protocol, r in c["rows"].items():
+            rows.append([STUDY_OPERATION[op], PROTOCOL_NAME.get(protocol, protocol),
+                         _n(r["study"]), _n(r["new_connection"]),
+                         _n(r["new_connection_with_db"]), _n(r["steady"]),
+                         f"{r['study_over_lab']:.2f}"])
+    lines += _table(head, rows)
+    lines += [_why_they_differ(results, comp), ""]
+    for op, c in comp.items():
+        agree = c["agrees"]
+        lines.append(
+            f"- {STUDY_OPERATION[op]}, fewest bytes first: study {_ranking(c['ranking']['study'])}; "
+            f"lab, new connection {_ranking(c['ranking']['new_connection'])} "
+            f"(**{'agrees' if agree['new_connection'] else 'differs'}**); lab, kept-alive "
+            f"{_ranking(c['ranking']['steady'])} "
+            f"({'agrees' if agree['steady'] else 'differs'}).")
+    lines.append("")
+
+    # -- steady
+    n = cap["operations_per_steady_window"]
+    lines += ["## One operation on a kept-alive connection (steady state)", "",
+              f"Mean per operation over {n} operations on one open connection after "
+              f"{cap['warmup_operations']} warm-up operations; every packet on the service "
+              "port in that window (ACKs included). No connection setup is in these rows "
+              "(SYN packets seen: "
+              f"{sum(c['syn_packets'] for ops in results['steady'].values() for c in ops.values())}).",
+              ""]
+    head = ["implementation", "operation", "frames →/←", "frame bytes →/←", "TCP payload →/←",
+            "app payload →/←", "total frame bytes", "overhead vs app payload"]
+    rows = []
+    for op in results["operations"]:
+        for name, ops in results["steady"].items():
+            c = ops[op]
+            total = c["total"]
+            over = total["frame_bytes"] - total["app_payload"]
+            rows.append([name, op, _pair(c, "frames"), _pair(c, "frame_bytes"),
+                         _pair(c, "payload_bytes"), _pair(c, "app_payload"),
+                         _n(total["frame_bytes"]), _n(over)])
+    lines += _table(head, rows)
+
+    # -- new connection
+    lines += ["## One operation on a new connection (client made, one operation, closed)", "",
+              "The connection's TCP stream, split by phase: setup = TCP handshake + "
+              "application setup (HTTP/2 preface and SETTINGS for gRPC, the HTTP upgrade for "
+              "WebSocket); teardown = WebSocket close frames / HTTP/2 GOAWAY + FIN/ACK.", ""]
+    head = ["implementation", "operation", "frames", "frame bytes →/←", "total",
+            "setup", "operation part", "teardown", "TCP payload →/←", "app payload →/←"]
+    rows = []
+    for op in results["operations"]:
+        for name, ops in results["new_connection"].items():
+            c = ops[op]
+            t = c["total"]
+            rows.append([name, op, _n(t["total"]["frames"]), _pair(t, "frame_bytes"),
+                         _n(t["total"]["frame_bytes"]),
+                         _n(c["setup"]["total"]["frame_bytes"]),
+                         _n(c["phases"]["operation"]["total"]["frame_bytes"]),
+                         _n(c["teardown"]["total"]["frame_bytes"]),
+                         _pair(t, "payload_bytes"), _pair(t, "app_payload")])
+    lines += _table(head, rows)
+
+    lines += ["## Connection setup and teardown", "",
+              "From the fetch-one connection of each implementation: frames / frame bytes, "
+              "→ and ←.", ""]
+    head = ["implementation", "TCP handshake", "application setup", "application teardown",
+            "FIN/ACK"]
+    rows = []
+    for name, ops in results["new_connection"].items():
+        ph = ops["fetch-one"]["phases"] if "fetch-one" in ops else next(iter(ops.values()))["phases"]
+        cells = []
+        for phase in ("tcp_setup", "app_setup", "app_teardown", "tcp_teardown"):
+            s = ph[phase]
+            cells.append(f"{_n(s['to_server']['frames'])}/{_n(s['to_server']['frame_bytes'])} → "
+                         f"{_n(s['to_client']['frames'])}/{_n(s['to_client']['frame_bytes'])} ←")
+        rows.append([name, *cells])
+    lines += _table(head, rows)
+    lines += ["Application setup bytes shared with an operation's segment count as bytes only "
+              "(frame 0); pure ACKs count with the phase of the data they follow.", ""]
+
+    # -- database
+    lines += ["## Service ↔ MongoDB for the same operations", "",
+              "The service's (or, for `direct`, the in-process pymongo baseline's) database "
+              "traffic in the same windows, on connections that carry CRUD commands "
+              "(monitoring hello/isMaster connections excluded); → is service to MongoDB. "
+              "Kept-alive: mean per operation; new connection: everything in that "
+              "operation's window.", ""]
+    head = ["implementation", "operation", "kept-alive frames →/←", "frame bytes →/←",
+            "TCP payload →/←", "total frame bytes", "new-connection op: frame bytes"]
+    rows = []
+    for op in results["operations"]:
+        for name, ops in results["database"].items():
+            c = ops[op]["steady"]
+            newc = ops[op].get("new_connection")
+            rows.append([name, op, _pair(c, "frames"), _pair(c, "frame_bytes"),
+                         _pair(c, "payload_bytes"), _n(c["total"]["frame_bytes"]),
+                         _n(newc["total"]["frame_bytes"]) if newc else "–"])
+    lines += _table(head, rows)
+    lines += [f"Capture {cap['capture_seconds']} s; whole run {ctx.get('elapsed_seconds', '?')} s.",
+              ""]
+    return "\n".join(lines)
+
+
+def rows_csv(results: dict[str, Any]) -> str:
+    out = io.StringIO()
+    fields = ["section", "implementation", "protocol", "operation", "phase", "direction",
+              "frames", "frame_bytes", "payload_bytes", "app_payload"]
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    protocols = {**results["protocols"], "direct": "direct"}
+
+    def emit(section: str, name: str, op: str, phase: str, cell: dict[str, Any]) -> None:
+        for direction in (*DIRECTIONS, "total"):
+            writer.writerow({"section": section, "implementation": name,
+                             "protocol": protocols.get(name, ""), "operation": op,
+                             "phase": phase, "direction": direction,
+                             **{k: round(v, 2) for k, v in cell[direction].items()}})
+    for name, ops in results["steady"].items():
+        for op, c in ops.items():
+            emit("steady_per_operation", name, op, "all", c)
+    for name, ops in results["new_connection"].items():
+        for op, c in ops.items():
+            emit("new_connection", name, op, "total", c["total"])
+            for phase in PHASES:
+                emit("new_connection", name, op, phase, c["phases"][phase])
+    for name, ops in results["database"].items():
+        for op, c in ops.items():
+            emit("database_steady_per_operation", name, op, "all", c["steady"])
+            if "new_connection" in c:
+                emit("database_new_connection", name, op, "all", c["new_connection"])
+    return out.getvalue()
+
+
+def write(results: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = {**results, "table_7": comparison(results)}
+    paths = []
+    for suffix, text in (("md", markdown(results)), ("csv", rows_csv(results)),
+                         ("json", json.dumps(results, indent=1))):
+        path = out_dir / f"{stem}.{suffix}"
+        path.write_text(text)
+        paths.append(path)
+    return paths

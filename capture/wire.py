@@ -1,0 +1,379 @@
+"""Bytes on the wire per operation, for every implementation, in one capture.
+
+`measure()` starts the lab (native), starts ONE tshark for the ports of every
+service and of the database, and then, per implementation and operation,
+with the database prepared as the benchmarks prepare it:
+
+- `new_connection`: a client is made, performs one operation and is closed;
+  its TCP stream (the one SYN in that window on the service port) is split into
+  phases: TCP handshake, application setup (HTTP/2 preface + SETTINGS and the
+  connection's first WINDOW_UPDATE; the WebSocket upgrade), the operation,
+  application teardown (WebSocket close frames, HTTP/2 GOAWAY), FIN/ACK;
+- `steady`: warm-up, then `n` operations on one kept-alive connection;
+  everything on the service port in that window, divided by n.
+
+Afterwards the capture is read twice with tshark: the engine's per-packet TCP
+view (capture.tshark) and the dissectors' view (capture.dissect), which gives
+the application payload (HTTP bodies by Content-Length, gRPC messages by
+grpc.message_length, WebSocket data-frame payload lengths) and the MongoDB
+command of each database message.  The service<->MongoDB bytes of each window
+are counted on the database connections that carry CRUD commands: the
+drivers' monitoring connections (hello/isMaster only) are left out, as they
+tick on their own clock, not per operation.
+
+With `netns=True` the services listen on the host end of a veth pair
+(MTU 1500) and the clients run inside the namespace (capture.workload in a
+subprocess), so requests and replies cross a real Ethernet-sized link; the
+database stays on loopback and is captured there by a second tshark.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from capture.dissect import (
+    GRPC_PREFIX,
+    H2_GOAWAY,
+    H2_HEADERS,
+    H2_PREFACE,
+    H2_SETTINGS,
+    H2_WINDOW_UPDATE,
+    HELLO_COMMANDS,
+    WS_CLOSE,
+    WS_DATA_OPCODES,
+    Layers,
+    dissect,
+)
+from capture.netns import veth_namespace
+from capture.tshark import (
+    ACK,
+    SETUP,
+    TEARDOWN,
+    Capture,
+    Packet,
+    Split,
+    Tally,
+    between,
+    ensure_tshark,
+    streams,
+    tally,
+)
+from capture.workload import OPERATIONS, RemoteWorkload, Workload
+from lab import dataset
+from lab.context import run_context
+from lab.stack import running_lab
+
+PHASES = ("tcp_setup", "app_setup", "operation", "app_teardown", "tcp_teardown")
+DIRECTIONS = ("to_server", "to_client")
+DEFAULT_N = 50
+APP_PAYLOAD_SOURCE = {
+    "rest": "HTTP body: http.content_length",
+    "graphql": "HTTP body (query + variables / data): http.content_length",
+    "grpc": f"protobuf messages: grpc.message_length (without the {GRPC_PREFIX}-byte prefix)",
+    "ws": "WebSocket data-frame payload: websocket.payload_length",
+}
+
+
+def service_port(endpoint: str) -> int:
+    """Port of an endpoint ("http://h:p/x", "ws://h:p/x" or "h:p")."""
+    return int(endpoint.split("://")[-1].split("/")[0].rsplit(":", 1)[1])
+
+
+# --- accounting --------------------------------------------------------------
+
+def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
+                protocol: str) -> tuple[int, int]:
+    """Application payload bytes (to_server, to_client) tshark found in `packets`."""
+    out = [0, 0]
+    for p in packets:
+        lay = layers.get(p.number)
+        if lay is None:
+            continue
+        if protocol == "grpc":
+            n = sum(lay.grpc_messages)
+        elif protocol == "ws":
+            n = sum(f.length for f in lay.ws if f.opcode in WS_DATA_OPCODES)
+        else:
+            n = lay.http_body
+        out[p.dst_port != port] += n
+    return out[0], out[1]
+
+
+def summary(split: Split, n: int = 1, app: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """Per-direction and total frames/frame bytes/payload (and app payload), divided by n."""
+    out: dict[str, Any] = {}
+    for name, t, a in (("to_server", split.to_server, app[0]),
+                       ("to_client", split.to_client, app[1]),
+                       ("total", split.total, app[0] + app[1])):
+        out[name] = {**t.per(n), "app_payload": a / n}
+    return out
+
+
+def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port: int,
+                      protocol: str) -> dict[str, Split]:
+    """One TCP connection's packets split into PHASES, per direction.
+
+    TCP handshake and FIN/ACK come from the engine's classification.  The
+    application's own setup and teardown are found from tshark's dissection:
+    HTTP/2 preface, SETTINGS (and ACKs) and the stream-0 WINDOW_UPDATE sent
+    before a side's first HEADERS; GOAWAY; for WebSocket, everything before the
+    first WebSocket frame (the HTTP upgrade) and the close frames.  A segment
+    holding both setup and operation bytes is divided by bytes (its headers
+    count with the operation); a pure ACK joins the phase of the data before it.
+    """
+    acc = {ph: [Tally(), Tally()] for ph in PHASES}
+    last = "operation"
+    ws_started = False
+    h2_headers_from: set[int] = set()
+    for p in stream:
+        d = 0 if p.dst_port == port else 1
+        if p.kind in (SETUP, TEARDOWN):
+            acc["tcp_setup" if p.kind == SETUP else "tcp_teardown"][d] += Tally(
+                1, p.frame_len, p.payload)
+            continue
+        if p.kind == ACK:
+            acc[last][d] += Tally(1, p.frame_len, 0)
+            continue
+        lay = layers.get(p.number) or Layers()
+        setup = teardown = 0
+        if protocol == "ws":
+            ws_started = ws_started or bool(lay.ws)
+            if not ws_started:
+                setup = p.payload
+            else:
+                teardown = sum(f.size for f in lay.ws if f.opcode == WS_CLOSE)
+        elif protocol == "grpc":
+            setup = H2_PREFACE if lay.h2_magic else 0
+            for f in lay.h2:
+                if f.type == H2_SETTINGS or (f.type == H2_WINDOW_UPDATE and f.stream == 0
+                                             and d not in h2_headers_from):
+                    setup += f.size
+                elif f.type == H2_GOAWAY:
+                    teardown += f.size
+                elif f.type == H2_HEADERS:
+                    h2_headers_from.add(d)
+        setup = min(setup, p.payload)
+        teardown = min(teardown, p.payload - setup)
+        rest = p.payload - setup - teardown
+        if rest == 0 and setup and not teardown:
+            last = "app_setup"
+            acc[last][d] += Tally(1, p.frame_len, p.payload)
+        elif rest == 0 and teardown and not setup:
+            last = "app_teardown"
+            acc[last][d] += Tally(1, p.frame_len, p.payload)
+        else:
+            last = "operation"
+            acc["app_setup"][d] += Tally(0, setup, setup)
+            acc["app_teardown"][d] += Tally(0, teardown, teardown)
+            acc["operation"][d] += Tally(1, p.frame_len - setup - teardown, rest)
+    return {ph: Split(up, down) for ph, (up, down) in acc.items()}
+
+
+def operation_streams(db_packets: Sequence[Packet], layers: dict[int, Layers],
+                      db_port: int) -> set[int]:
+    """Database connections that carry commands other than hello/isMaster."""
+    found = set()
+    for p in db_packets:
+        command = layers[p.number].mongo_command if p.number in layers else ""
+        if p.dst_port == db_port and command and command not in HELLO_COMMANDS:
+            found.add(p.stream)
+    return found
+
+
+# --- measuring -----------------------------------------------------------------
+
+def prepare(collection: Any, op: str) -> None:
+    """The database state the benchmarks start each operation from."""
+    if op == "insert":
+        dataset.reset(collection, [], indexes=False)
+    else:
+        dataset.reset(collection, dataset.fetch_games(), indexes=True)
+
+
+@contextmanager
+def _lab_host(host: str | None) -> Iterator[None]:
+    """LAB_HOST for the services started inside the block, restored afterwards."""
+    previous = os.environ.get("LAB_HOST")
+    if host:
+        os.environ["LAB_HOST"] = host
+    try:
+        yield
+    finally:
+        if host:
+            if previous is None:
+                os.environ.pop("LAB_HOST", None)
+            else:
+                os.environ["LAB_HOST"] = previous
+
+
+def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | None = None,
+            keep_pcap: Path | None = None, progress: Any = print) -> dict[str, Any]:
+    """Run the capture; returns the results (see module docstring) as plain data."""
+    ensure_tshark()
+    started = time.monotonic()
+    with ExitStack() as stack:
+        link = stack.enter_context(veth_namespace(mtu=1500)) if netns else None
+        with _lab_host(link.host_addr if link else None):
+            lab = stack.enter_context(running_lab(names, "native"))
+        progress(f"lab up in {time.monotonic() - started:.1f} s: "
+                 + ", ".join(f"{k} {v}" for k, v in lab.endpoints.items()))
+        impls = [i for i in lab.implementations]
+        protocols = {i.name: i.protocol for i in impls}
+        ports = {i.name: service_port(lab.endpoints[i.name]) for i in impls}
+        db_port = urlparse(lab.database.uri).port
+        assert db_port is not None
+        store = lab.store()
+        stack.callback(store.close)
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-wire-")))
+        local = Workload(lab.client, ports)
+        stack.callback(local.close_all)
+        if link:
+            workload: Workload | RemoteWorkload = RemoteWorkload(
+                link.exec_args(), {k: (protocols[k], lab.endpoints[k]) for k in ports}, ports)
+            service_cap = Capture(list(ports.values()), interface=link.host_if,
+                                  marker_host=link.ns_addr, path=tmp / "services.pcapng")
+            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng")
+        else:
+            workload = local
+            service_cap = Capture([*ports.values(), db_port], path=tmp / "capture.pcapng")
+            db_cap = None
+        stack.callback(workload.close_all)
+
+        windows: list[dict[str, Any]] = []
+        t_capture = time.monotonic()
+        with service_cap, db_cap or nullcontext():
+            progress(f"capturing ({'veth MTU 1500 + lo' if link else 'lo'}) ...")
+            for impl in impls:
+                name = impl.name
+                # New connections first: grpcio shares one connection between the
+                # channels of a process, so none of this implementation may be open.
+                for op in OPERATIONS:
+                    prepare(store.games, op)
+                    windows.append({"name": name, "op": op, "kind": "new_connection",
+                                    **workload.new_connection(name, op, 0)})
+                windows.append({"name": name, "op": "", "kind": "open",
+                                **workload.open(name)})
+                for op in OPERATIONS:
+                    prepare(store.games, op)
+                    windows.append({"name": name, "op": op, "kind": "steady", "n": n,
+                                    **workload.steady(name, op, n)})
+                windows.append({"name": name, "op": "", "kind": "close",
+                                **workload.close(name)})
+            local.open("direct")
+            for op in OPERATIONS:
+                prepare(store.games, op)
+                windows.append({"name": "direct", "op": op, "kind": "steady", "n": n,
+                                **local.steady("direct", op, n)})
+            local.close("direct")
+        capture_s = time.monotonic() - t_capture
+        progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
+
+        decode = {ports[k]: _dissector(protocols[k]) for k in ports}
+        service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"})
+        if db_cap is not None:
+            db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
+            db_layers = dissect(db_cap.path, {db_port: "mongo"})
+        else:
+            db_packets = [p for p in service_cap.packets if db_port in (p.src_port, p.dst_port)]
+            db_layers = service_layers
+        if keep_pcap is not None:
+            keep_pcap.mkdir(parents=True, exist_ok=True)
+            for cap in (service_cap, db_cap):
+                if cap is not None:
+                    (keep_pcap / cap.path.name).write_bytes(cap.path.read_bytes())
+
+        results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
+                          ports, protocols, db_port)
+        results["context"] = run_context(
+            lab.mode, lab.database, lab.implementations,
+            capture={"interface": link.host_if if link else "lo",
+                     "link": f"veth pair, MTU {link.mtu}, into namespace {link.namespace}"
+                     if link else "Linux loopback, MTU 65536",
+                     "database_interface": "lo", "operations_per_steady_window": n,
+                     "warmup_operations": 2, "tshark": _tshark_version(),
+                     "capture_seconds": round(capture_s, 2)})
+        results["context"]["payload_source"] = APP_PAYLOAD_SOURCE
+        results["context"]["records"] = _record_sizes()
+    results["context"]["elapsed_seconds"] = round(time.monotonic() - started, 2)
+    return results
+
+
+def _dissector(protocol: str) -> str:
+    return "http2" if protocol == "grpc" else "http"
+
+
+def _tshark_version() -> str:
+    import subprocess
+    done = subprocess.run([ensure_tshark(), "--version"], capture_output=True, text=True,
+                          timeout=30, check=False)
+    return done.stdout.splitlines()[0] if done.stdout else "unknown"
+
+
+def _record_sizes() -> dict[str, int]:
+    """JSON sizes (the lab's codec) of the records the operations move."""
+    from contract.codec import dumpb
+    fetched = dataset.documents([dataset.fetch_games()[dataset.FETCH_SET // 2]])[0]
+    sizes = sorted(len(dumpb(g)) for g in dataset.games())
+    return {"inserted_game_json": len(dumpb(dataset.median_game())),
+            "fetched_game_json": len(dumpb({"id": fetched["_id"],
+                                            **{k: v for k, v in fetched.items() if k != "_id"}})),
+            "dataset_median_json": sizes[len(sizes) // 2], "dataset_games": len(sizes)}
+
+
+def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[int, Layers],
+            db_packets: list[Packet], db_layers: dict[int, Layers], ports: dict[str, int],
+            protocols: dict[str, str], db_port: int) -> dict[str, Any]:
+    by_stream = streams(packets)
+    db_ops = operation_streams(db_packets, db_layers, db_port)
+    db_work = [p for p in db_packets if p.stream in db_ops]
+    steady: dict[str, dict[str, Any]] = {}
+    new: dict[str, dict[str, Any]] = {}
+    database: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for w in windows:
+        name, op, kind = w["name"], w["op"], w["kind"]
+        db_window = between(db_work, w["t0"], w["t1"])
+        if kind == "steady":
+            nops = w["n"]
+            database.setdefault(name, {}).setdefault(op, {})["steady"] = summary(
+                tally(db_window, db_port), nops)
+            if name not in ports:
+                continue
+            port = ports[name]
+            window = [p for p in between(packets, w["t0"], w["t1"]) if port in (p.src_port,
+                                                                                p.dst_port)]
+            syns = sum(p.syn for p in window)
+            n_streams = len({p.stream for p in window})
+            if syns or n_streams != 1:
+                problems.append(f"{name} {op} steady: {syns} SYNs, {n_streams} connections")
+            steady.setdefault(name, {})[op] = {
+                **summary(tally(window, port), nops,
+                          app_payload(window, layers, port, protocols[name])),
+                "n": nops, "syn_packets": syns, "connections": n_streams}
+        elif kind == "new_connection":
+            port = ports[name]
+            opened = sorted({p.stream for p in between(packets, w["t0"], w["t1"])
+                             if p.syn and not p.ack and p.dst_port == port})
+            if len(opened) != 1:
+                problems.append(f"{name} {op} new connection: {len(opened)} connections opened")
+            stream = [p for s in opened for p in by_stream[s]]
+            phases = connection_phases(stream, layers, port, protocols[name])
+            new.setdefault(name, {})[op] = {
+                "total": summary(tally(stream, port), 1,
+                                 app_payload(stream, layers, port, protocols[name])),
+                "phases": {ph: summary(s) for ph, s in phases.items()},
+                "setup": summary(phases["tcp_setup"] + phases["app_setup"]),
+                "teardown": summary(phases["app_teardown"] + phases["tcp_teardown"]),
+                "connections": len(opened)}
+            database.setdefault(name, {}).setdefault(op, {})["new_connection"] = summary(
+                tally(db_window, db_port))
+    return {"operations": list(OPERATIONS), "ports": ports, "protocols": protocols,
+            "steady": steady, "new_connection": new, "database": database,
+            "problems": problems}
