@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap db test bench serve lint clean docker-images bench-docker test-docker
+.PHONY: bootstrap db test bench serve capture lint clean docker-images bench-docker test-docker
 
 bootstrap: $(STAMP) db
 
@@ -42,6 +42,12 @@ bench-docker: bootstrap
 test-docker: bootstrap
 	$(PY) -m pytest --benchmark-disable tests/test_docker_mode.py $(PYTEST_ARGS)
 	$(PY) -m pytest --benchmark-disable --lab-mode docker tests/test_conformance.py $(PYTEST_ARGS)
+
+# Bytes on the wire per operation (tshark; installed via apt when missing and root).
+# make capture NETNS=1: over a veth pair in a network namespace, MTU 1500.
+NETNS ?=
+capture: bootstrap
+	$(PY) -m capture $(if $(NETNS),--netns)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
