@@ -373,7 +373,8 @@ class ComposeStack:
         }
 
 
-# The description of the stack in use, for lab.context.run_context.
+# The description of the stack this process ran last, for lab.context.run_context:
+# results are written after the stack is down (pytest's terminal summary).
 _active: dict[str, Any] | None = None
 
 
@@ -432,7 +433,6 @@ def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
                   f"(database {lab.database.server} {lab.database.version})", flush=True)
             yield lab
         finally:
-            _active = None
             kept = _leave(stack)
     finally:
         if not kept:
