@@ -25,7 +25,7 @@ from contract.game import (
 from services.common.store import Store
 
 
-def _scalar(kind: str, is_input: bool, detail_type: Any) -> Any:
+def _graphene_type(kind: str, detail_type: Any) -> Any:
     return {
         STR: graphene.String(required=True),
         BOOL: graphene.Boolean(required=True),
@@ -35,16 +35,16 @@ def _scalar(kind: str, is_input: bool, detail_type: Any) -> Any:
     }[kind]
 
 
-def _fields(table: dict[str, str], is_input: bool, detail_type: Any = None) -> dict[str, Any]:
-    return {name: _scalar(kind, is_input, detail_type) for name, kind in table.items()}
+def _fields(table: dict[str, str], detail_type: Any = None) -> dict[str, Any]:
+    return {name: _graphene_type(kind, detail_type) for name, kind in table.items()}
 
 
-LanguageDetail = type("LanguageDetail", (graphene.ObjectType,), _fields(LANGUAGE_DETAIL_FIELDS, False))
+LanguageDetail = type("LanguageDetail", (graphene.ObjectType,), _fields(LANGUAGE_DETAIL_FIELDS))
 LanguageDetailInput = type(
-    "LanguageDetailInput", (graphene.InputObjectType,), _fields(LANGUAGE_DETAIL_FIELDS, True))
+    "LanguageDetailInput", (graphene.InputObjectType,), _fields(LANGUAGE_DETAIL_FIELDS))
 Game = type("Game", (graphene.ObjectType,), {
-    "id": graphene.ID(required=True), **_fields(FIELDS, False, LanguageDetail)})
-GameInput = type("GameInput", (graphene.InputObjectType,), _fields(FIELDS, True, LanguageDetailInput))
+    "id": graphene.ID(required=True), **_fields(FIELDS, LanguageDetail)})
+GameInput = type("GameInput", (graphene.InputObjectType,), _fields(FIELDS, LanguageDetailInput))
 
 
 def _plain(value: Any) -> Any:
