@@ -48,7 +48,8 @@ def describe(label: str, context: dict[str, Any]) -> str:
         text += (f"; Docker {daemon.get('version')}, userland proxy "
                  f"{'on' if daemon.get('userland_proxy') else 'off'}, {daemon.get('storage_driver')}, "
                  f"cgroup v{daemon.get('cgroup_version')}, base image {docker.get('base_image')}, "
-                 f"ports published on {docker.get('published_on')}")
+                 f"ports published on {docker.get('published_on')}, "
+                 f"health checks every {docker.get('health_interval')}")
     return text
 
 
