@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap db test bench serve capture lint clean docker-images bench-docker test-docker
+.PHONY: bootstrap db test bench serve capture report lint clean docker-images bench-docker test-docker
 
 bootstrap: $(STAMP) db
 
@@ -34,10 +34,8 @@ serve: bootstrap
 docker-images: bootstrap
 	$(PY) -m lab.dockerd images
 
-# Health checks every 2 s (the default, for fast start-up) visibly widen σ and
-# max; measuring, check every 30 s (start-up then takes about a minute).
 bench-docker: bootstrap
-	LAB_MODE=docker LAB_HEALTH_INTERVAL=$${LAB_HEALTH_INTERVAL:-30s} $(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+	LAB_MODE=docker $(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
 
 # The smoke test (own stack; checks the host is restored), then the conformance
 # suite against the Docker stack.
@@ -50,6 +48,10 @@ test-docker: bootstrap
 NETNS ?=
 capture: bootstrap
 	$(PY) -m capture $(if $(NETNS),--netns)
+
+# One page from the saved results: results/report.html (self-contained) and results/report.md.
+report: $(STAMP)
+	$(PY) -m report
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

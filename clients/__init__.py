@@ -20,3 +20,12 @@ def connect(protocol: str, endpoint: str) -> GameClient:
         return CLIENTS[protocol](endpoint)
     except KeyError:
         raise ValueError(f"no client for protocol {protocol!r}") from None
+
+
+def check_health(protocol: str, endpoint: str) -> None:
+    """Connect, make one health call (it reaches the database), close; raises if not healthy."""
+    client = connect(protocol, endpoint)
+    try:
+        client.health()
+    finally:
+        client.close()

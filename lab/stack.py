@@ -15,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clients import connect
+from clients import check_health, connect
 from clients.base import GameClient
 from lab import settings
 from lab.database import Database, database
@@ -59,11 +59,7 @@ def _start_native(impl: Implementation, db: Database, logs: Path) -> tuple[Proce
             cwd=settings.ROOT)
 
         def healthy(endpoint: str = endpoint) -> bool:
-            client = connect(impl.protocol, endpoint)
-            try:
-                client.health()
-            finally:
-                client.close()
+            check_health(impl.protocol, endpoint)
             return True
         try:
             process.wait_until(healthy, settings.STARTUP_TIMEOUT, "healthy")
