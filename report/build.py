@@ -1,0 +1,372 @@
+"""The page: what is missing, the context, latency tables and box plots per
+operation and mode, native vs Docker, the study beside the lab, bytes on the wire."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from capture import report as capture_report
+from lab import compare
+from report import figures, published
+from report.inputs import MODES, RUN_COMMAND, Inputs, missing
+from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
+
+STATS = ("mean", "min", "max", "stddev", "median", "p95", "p99")
+STAT_HEAD = {"stddev": "σ"}
+STUDY_ENV = {"native": "Windows", "docker": "Docker"}
+
+
+def n0(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def ratio(x: float | None, base: float | None) -> str:
+    return "–" if not x or not base else f"{x / base:.2f}"
+
+
+def rounds_text(rows: dict[str, Any]) -> str:
+    counts = sorted({int(r["rounds"]) for r in rows.values()})
+    return "–" if not counts else str(counts[0]) if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,}"
+
+
+def first_of_each_protocol(inputs: Inputs, names: list[str]) -> dict[str, str]:
+    """Protocol -> its first implementation (registry order): the study's column."""
+    out: dict[str, str] = {}
+    for name in names:
+        if name != "direct":
+            out.setdefault(inputs.protocol_of(name), name)
+    return out
+
+
+# -- sections ---------------------------------------------------------------
+
+def missing_section(page: Page, inputs: Inputs, discovered: list[str] | None) -> list[str]:
+    gaps = missing(inputs, discovered)
+    page.add(Heading(2, "What is missing", "missing"))
+    if gaps:
+        page.add(Para("The page leaves these out; each line says how to fill the gap."),
+                 Bullets(gaps, "missing"))
+    else:
+        page.add(Para("Nothing: both modes were benchmarked, every implementation has every "
+                      "operation, and both wire captures are present."))
+    return gaps
+
+
+def _versions(ctx: dict[str, Any]) -> tuple[str, str]:
+    server: dict[str, str] = {}
+    for impl in ctx.get("implementations", {}).values():
+        server.update(impl.get("versions", {}))
+    clients = ctx.get("client_versions", {})
+    return (", ".join(f"{k} {v}" for k, v in sorted(server.items())) or "–",
+            ", ".join(f"{k} {v}" for k, v in sorted(clients.items())) or "–")
+
+
+def _docker_text(ctx: dict[str, Any]) -> str:
+    if ctx.get("mode") != "docker":
+        return "– (not Docker)"
+    docker = ctx.get("docker")
+    if not docker:
+        return "**not recorded** by this run"
+    d = docker.get("daemon", {})
+    proxy = d.get("userland_proxy")
+    proxy_text = "unknown" if proxy is None else ("**on**" if proxy else "off")
+    return (f"Docker {d.get('version')}, userland proxy {proxy_text}, {d.get('storage_driver')}, "
+            f"cgroup v{d.get('cgroup_version')}, base image {docker.get('base_image')}, "
+            f"database image {docker.get('mongo_image')}, ports on {docker.get('published_on')}")
+
+
+def context_section(page: Page, inputs: Inputs, head: str) -> None:
+    sources: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+    for mode in MODES:
+        if mode in inputs.runs:
+            sources.append((f"{mode} benchmarks", inputs.runs[mode]["context"], inputs.runs[mode]))
+    if inputs.wire:
+        sources.append(("wire capture", inputs.wire["context"], None))
+    if inputs.wire_netns:
+        sources.append(("wire capture (netns)", inputs.wire_netns["context"], None))
+    page.add(Heading(2, "Context", "context"))
+    if not sources:
+        page.add(Para("No saved results: run `make bench` and `make capture`."))
+        return
+
+    def bench(ctx: dict[str, Any], key: str) -> str:
+        return str(ctx.get("settings", {}).get("benchmark", {}).get(key, "–"))
+
+    def capture(ctx: dict[str, Any], key: str) -> str:
+        return str(ctx.get("settings", {}).get("capture", {}).get(key, "–"))
+
+    rows_def: list[tuple[str, Any]] = [
+        ("date (UTC)", lambda c, r: c.get("date", "–")),
+        ("commit", lambda c, r: f"`{c.get('commit', '?')[:12]}`"
+         + ("" if c.get("commit", "").removesuffix("-dirty") == head.removesuffix("-dirty")
+            else f" (work tree now `{head[:12]}`)")),
+        ("mode", lambda c, r: c.get("mode", "–")),
+        ("machine", lambda c, r: c.get("platform", "–")),
+        ("CPU", lambda c, r: f"{c.get('cpu', {}).get('count')} × {c.get('cpu', {}).get('model')}"),
+        ("Python", lambda c, r: c.get("python", "–")),
+        ("database server", lambda c, r: f"{c.get('database', {}).get('server')} "
+         f"{c.get('database', {}).get('version')}"),
+        ("service threads × processes", lambda c, r: f"{c.get('settings', {}).get('service_threads')} × "
+         f"{c.get('settings', {}).get('service_processes')}"),
+        ("listen address", lambda c, r: c.get("settings", {}).get("host", "–")),
+        ("Docker", lambda c, r: _docker_text(c)),
+        ("rounds per row", lambda c, r: "–" if r is None else
+         ", ".join(f"{op} {rounds_text(rows)}" for op, rows in r["results"].items())),
+        ("warm-up", lambda c, r: "–" if r is None else
+         f"{bench(c, 'warmup')}, {bench(c, 'warmup_iterations')} iterations"),
+        ("min rounds / max time", lambda c, r: "–" if r is None else
+         f"{bench(c, 'min_rounds')} / {bench(c, 'max_time')} s"),
+        ("timer", lambda c, r: "–" if r is None else bench(c, "timer")),
+        ("capture link", lambda c, r: "–" if r is not None else
+         f"{capture(c, 'link')} (`{capture(c, 'interface')}`)"),
+        ("capture tool", lambda c, r: "–" if r is not None else capture(c, "tshark")),
+        ("server libraries", lambda c, r: _versions(c)[0]),
+        ("client libraries", lambda c, r: _versions(c)[1]),
+    ]
+    table_rows = [[label, *(str(fn(ctx, run)) for _, ctx, run in sources)] for label, fn in rows_def]
+    page.add(Table(["", *(s[0] for s in sources)], table_rows, anchor="context-table"))
+    # What differs between the sources, apart from what always does.
+    differ = [row[0] for row in table_rows
+              if row[0] not in ("date (UTC)", "mode", "Docker", "rounds per row", "capture link",
+                                "capture tool", "warm-up", "min rounds / max time", "timer")
+              and len({c for c in row[1:] if c != "–"}) > 1]
+    if len(sources) > 1:
+        page.add(Para("Settings that differ between these sources: " + (", ".join(differ) or "none")
+                      + ". Settings that change results: service threads, the Docker userland proxy "
+                        "(40–100 µs per round trip when on), the mode, the database server."))
+
+
+def latency_section(page: Page, inputs: Inputs) -> None:
+    page.add(Heading(2, "Latency per operation", "latency"),
+             Para("Per round, one operation, timed at the client from the call to the fully decoded "
+                  "response on a connection opened before timing; µs. Mean, min, max and σ as the "
+                  "study's Tables 4–6; median, p95 and p99 as well. `× direct` is the median over "
+                  "the median of `direct`, the in-process store call on the same database: the "
+                  "protocol's cost on top of it."))
+    if not inputs.runs:
+        page.add(Para("No benchmark run saved: run `make bench` (and `make bench-docker`).", "missing"))
+        return
+    subjects = inputs.subjects()
+    for op in inputs.operations():
+        page.add(Heading(3, op, f"latency-{op}"))
+        for mode in MODES:
+            run = inputs.runs.get(mode)
+            if run is None:
+                page.add(Para(f"{mode} mode: not run — `{RUN_COMMAND[mode]}`.", "missing"))
+                continue
+            rows = run["results"].get(op)
+            if not rows:
+                page.add(Para(f"{mode} mode: no {op} results.", "missing"))
+                continue
+            base = rows.get("direct", {}).get("median")
+            body = []
+            for s in subjects:
+                if s not in rows:
+                    body.append([s, inputs.protocol_of(s), *["–"] * (len(STATS) + 2)])
+                    continue
+                r = rows[s]
+                body.append([s, inputs.protocol_of(s), f"{int(r['rounds']):,}",
+                             *(n0(r[k]) for k in STATS), ratio(r["median"], base)])
+            page.add(Table(["implementation", "protocol", "rounds", *(STAT_HEAD.get(k, k) for k in STATS),
+                            "× direct"], body, caption=f"{op}, {mode} mode (µs)", anchor=f"t-{op}-{mode}"))
+        runs = {m: inputs.runs[m]["results"].get(op, {}) for m in MODES if m in inputs.runs}
+        counts = []
+        for m, rows in runs.items():
+            total = sum(len(r.get("data_s") or []) for r in rows.values())
+            out = sum(figures.whisker_outliers([t * 1e6 for t in r.get("data_s") or []]) for r in rows.values())
+            counts.append(f"{m}: {out:,} of {total:,} rounds beyond the whiskers")
+        page.add(Figure(f"latency-{op}", figures.latency(op, runs, subjects),
+                        f"{op}: every round's time, per implementation"
+                        + (" and mode (native beside Docker)" if len(runs) > 1 else f" ({', '.join(runs)} mode)")
+                        + ". Box: quartiles and median; ◇ mean; whiskers 1.5 × IQR; every round outside "
+                          "them is drawn as a point — outliers are shown, not removed (the study removed "
+                          "them from its Figures 1–6). Log scale. " + "; ".join(counts) + "."))
+
+
+def native_vs_docker_section(page: Page, inputs: Inputs) -> None:
+    page.add(Heading(2, "Native vs Docker", "native-vs-docker"))
+    if not all(m in inputs.runs for m in MODES):
+        absent = [m for m in MODES if m not in inputs.runs]
+        page.add(Para(f"Needs both modes; {' and '.join(absent)} mode not run — "
+                      + ", ".join(f"`{RUN_COMMAND[m]}`" for m in absent) + ".", "missing"))
+        return
+    native, docker = inputs.runs["native"], inputs.runs["docker"]
+    page.add(Para("As `python -m lab.compare` prints it: the same benchmarks and clients, the services "
+                  "in containers with their ports published on 127.0.0.1; Δ median and the Docker/native "
+                  "ratio of medians."),
+             Bullets([compare.describe(m, inputs.runs[m]["context"]).removeprefix("- ") for m in MODES]))
+    for op in inputs.operations():
+        lines = compare.table(op, native["results"].get(op, {}), docker["results"].get(op, {}))
+        table = markdown_table(lines)
+        table.caption = lines[0].removeprefix("### ")
+        table.anchor = f"nvd-{op}"
+        page.add(table)
+
+
+def study_section(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]:
+    """The study's Tables 4-6 beside the lab; returns the ranking lines for the summary."""
+    cite = study["citation"]
+    setup = study["setup"]
+    page.add(Heading(2, "The study beside the lab", "study"),
+             Para(f"Published: {cite['text']}, Tables 4–6 (µs; mean of an unstated number of rounds) — kept "
+                  f"as data in `report/published/kaminski2023.json`. Its setup: {setup['machine']}, "
+                  f"{setup['docker']}, Python {setup['python']}, {setup['database']}; {setup['libraries']}. "
+                  "The study's *Windows* column is native, like the lab's native mode. Absolute times "
+                  "differ with hardware, OS, database and library versions, so each column also gives "
+                  "every protocol's mean over that column's fastest (`× best`); the rankings order the "
+                  "protocols by mean, fastest first, as the study's tables do. The lab ranks the first "
+                  "implementation of each protocol."))
+    summary: list[str] = []
+    names = inputs.subjects()
+    impl_of = first_of_each_protocol(inputs, names)
+    for op in ("insert", "fetch-one", "fetch-100"):
+        found = published.latency_table(study, op)
+        if found is None:
+            continue
+        number, _ = found
+        page.add(Heading(3, f"{op} — study Table {number}", f"study-{op}"))
+        study_vals = {env: published.study_latency(study, op, STUDY_ENV[env]) for env in MODES}
+        lab_vals: dict[str, dict[str, float]] = {}
+        lab_median: dict[str, dict[str, float]] = {}
+        for mode in MODES:
+            rows = inputs.runs.get(mode, {}).get("results", {}).get(op)
+            if rows:
+                lab_vals[mode] = {p: rows[n]["mean"] for p, n in impl_of.items() if n in rows}
+                lab_median[mode] = {p: rows[n]["median"] for p, n in impl_of.items() if n in rows}
+        protocols = [p for p in study["protocols"].values()]
+        head = ["protocol"]
+        for mode in MODES:
+            head += [f"study {STUDY_ENV[mode]} mean", "× best"]
+        for mode in lab_vals:
+            head += [f"lab {mode} mean", "× best", f"lab {mode} median"]
+        body = []
+        for p in protocols:
+            row = [published.name(p) + (f" (`{impl_of[p]}`)" if p in impl_of else " (not in the lab)")]
+            for mode in MODES:
+                vals = study_vals[mode]
+                row += [n0(vals.get(p)), ratio(vals.get(p), min(vals.values()))]
+            for mode, vals in lab_vals.items():
+                row += [n0(vals.get(p)), ratio(vals.get(p), min(vals.values()) if vals else None),
+                        n0(lab_median[mode].get(p))]
+            body.append(row)
+        page.add(Table(head, body, caption=f"{op}: study Table {number} beside the lab (µs)",
+                       anchor=f"study-t-{op}"))
+        items = []
+        for mode in MODES:
+            env = STUDY_ENV[mode]
+            s_order = published.ranking(study_vals[mode])
+            line = f"**{env} vs lab {mode}** — study: {published.ranking_text(s_order)}; "
+            if mode not in lab_vals:
+                line += f"lab: {mode} mode not run (`{RUN_COMMAND[mode]}`)."
+                items.append(line)
+                summary.append(f"{op}, {mode}: study {published.ranking_text(s_order)}; lab not run")
+                continue
+            l_order = published.ranking(lab_vals[mode])
+            sentence = published.disagreement(s_order, l_order, f"the study ({env})", f"the lab ({mode})",
+                                                "fastest")
+            line += f"lab: {published.ranking_text(l_order)} — " + ("**they agree**." if sentence is None
+                                                                    else f"**they disagree**: {sentence}")
+            m_order = published.ranking(lab_median[mode])
+            if m_order != l_order:
+                line += f" (By median the lab's order is {published.ranking_text(m_order)}.)"
+            items.append(line)
+            summary.append(f"{op}, {mode}: study {published.ranking_text(s_order)}; lab "
+                           f"{published.ranking_text(l_order)} ({'agree' if sentence is None else 'disagree'})")
+        page.add(Bullets(items))
+    return summary
+
+
+def wire_section(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]:
+    page.add(Heading(2, "Bytes on the wire", "wire"))
+    summary: list[str] = []
+    if inputs.wire is None:
+        page.add(Para("Wire capture not run — `make capture` writes `results/capture/wire.json`.", "missing"))
+        return summary
+    wire = inputs.wire
+    cap = wire["context"]["settings"]["capture"]
+    page.add(Para(f"From `results/capture/wire.json` ({wire['context']['date']}, {cap['link']}, "
+                  f"{cap['tshark'].split(' (')[0]}); every detail is in `results/capture/wire.md`. Frame "
+                  "bytes, both directions, link header included."))
+    comp = capture_report.comparison(wire)
+    page.add(Heading(3, "Study Table 7 beside the lab", "wire-table-7"),
+             Para(f"Study: {study['citation']['text']}, Table 7 — "
+                  f"{study['tables']['7']['counted_with']}; it does not say whether connection setup "
+                  "was counted. Lab: the same operation on a new connection (handshake, setup, "
+                  "operation, close); with the service↔database frames; and on a kept-alive "
+                  "connection. Comparison as `capture/report.py` computes it."))
+    body = []
+    for op, c in comp.items():
+        for protocol, r in c["rows"].items():
+            body.append([capture_report.STUDY_OPERATION[op], published.name(protocol), n0(r["study"]),
+                         n0(r["new_connection"]), n0(r["new_connection_with_db"]), n0(r["steady"]),
+                         f"{r['study_over_lab']:.2f}"])
+    page.add(Table(["operation", "protocol", "study", "lab: new connection", "lab: + database",
+                    "lab: kept-alive", "study ÷ lab"], body, caption="Bytes per operation",
+                   anchor="wire-t7"))
+    items = []
+    for op, c in comp.items():
+        s_order, l_order = c["ranking"]["study"], c["ranking"]["new_connection"]
+        sentence = published.disagreement(s_order, l_order, "the study", "the lab (new connection)",
+                                                "smallest")
+        k_order = c["ranking"]["steady"]
+        items.append(f"**{op}**, fewest bytes first — study: {published.ranking_text(s_order)}; lab, new "
+                     f"connection: {published.ranking_text(l_order)} — "
+                     + ("**they agree**." if sentence is None else f"**they disagree**: {sentence}")
+                     + f" Kept-alive: {published.ranking_text(k_order)}.")
+        summary.append(f"{op} bytes: study {published.ranking_text(s_order)}; lab (new connection) "
+                       f"{published.ranking_text(l_order)} ({'agree' if sentence is None else 'disagree'})")
+    page.add(Bullets(items))
+
+    page.add(Heading(3, "Per operation: setup, request, response", "wire-parts"))
+    netns = inputs.wire_netns
+    head = ["implementation", "operation", "setup", "request →", "response ←", "teardown",
+            "new connection", "kept-alive", "kept-alive app payload"]
+    if netns:
+        head.append("new connection, MTU 1,500")
+    body = []
+    for op in wire["operations"]:
+        for name, ops in wire["new_connection"].items():
+            if op not in ops:
+                continue
+            parts = figures.wire_parts(ops[op])
+            steady = wire["steady"].get(name, {}).get(op)
+            row = [name, op, *(n0(parts[k]) for k in ("setup", "request", "response", "teardown")),
+                   n0(ops[op]["total"]["total"]["frame_bytes"]),
+                   n0(steady["total"]["frame_bytes"]) if steady else "–",
+                   n0(steady["total"]["app_payload"]) if steady else "–"]
+            if netns:
+                other = netns["new_connection"].get(name, {}).get(op)
+                row.append(n0(other["total"]["total"]["frame_bytes"]) if other else "–")
+            body.append(row)
+    page.add(Table(head, body, caption="Frame bytes per operation", anchor="wire-parts-table"))
+    impl_of = capture_report.by_protocol(wire)
+    page.add(Figure("wire", figures.wire(wire, published.study_bytes(study), impl_of),
+                    "Frame bytes of one operation on a new connection, split into connection setup (TCP "
+                    "handshake + HTTP/2 preface or WebSocket upgrade), request (client → server), response "
+                    "(server → client) and teardown; ◆ the study's Table 7 total for that protocol."))
+    return summary
+
+
+def build(inputs: Inputs, study: dict[str, Any], head: str,
+          discovered: list[str] | None = None) -> tuple[Page, dict[str, Any]]:
+    """The page and a summary (gaps, ranking lines) for the command line."""
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    page = Page("protolab report")
+    page.add(Para(f"Generated {now} from "
+                  + (", ".join(f"`{p.relative_to(inputs.results_dir.parent)}`" if p.is_relative_to(
+                      inputs.results_dir.parent) else f"`{p}`" for p in inputs.sources) or "no saved results")
+                  + f" by `python -m report`. Compared with {study['citation']['text']}.", "note"))
+    gaps = missing_section(page, inputs, discovered)
+    context_section(page, inputs, head)
+    latency_section(page, inputs)
+    native_vs_docker_section(page, inputs)
+    rankings = study_section(page, inputs, study)
+    rankings += wire_section(page, inputs, study)
+    page.add(Heading(2, "Sources", "sources"),
+             Bullets([f"{study['citation']['text']} ({study['citation']['authors']}); Tables 4–7 "
+                      f"transcribed in `report/published/kaminski2023.json` from "
+                      f"{study['citation']['transcribed_from']}.",
+                      "Lab results: `results/benchmarks/<mode>-latest.json` (benchmarks/conftest.py), "
+                      "`results/capture/wire.json` and `wire-netns.json` (`python -m capture`)."]))
+    return page, {"missing": gaps, "rankings": rankings}

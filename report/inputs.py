@@ -1,0 +1,127 @@
+"""The saved results the report is made of, and what is missing from them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MODES = ("native", "docker")
+OPERATIONS = ("insert", "fetch-one", "fetch-100")
+RUN_COMMAND = {"native": "make bench", "docker": "make bench-docker"}
+
+
+@dataclass
+class Inputs:
+    results_dir: Path
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # mode -> benchmark run
+    wire: dict[str, Any] | None = None
+    wire_netns: dict[str, Any] | None = None
+    sources: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # unreadable files
+
+    def operations(self) -> list[str]:
+        found = {op for run in self.runs.values() for op in run["results"]}
+        return [*(op for op in OPERATIONS if op in found), *sorted(found - set(OPERATIONS))]
+
+    def subjects(self) -> list[str]:
+        """Implementations in registry order (as the runs list them), `direct` last."""
+        out: list[str] = []
+        for run in self.runs.values():
+            for name in [*run["context"].get("implementations", {}),
+                         *(s for rows in run["results"].values() for s in rows)]:
+                if name not in out and name != "direct":
+                    out.append(name)
+        return [*out, "direct"]
+
+    def protocol_of(self, subject: str) -> str:
+        for run in self.runs.values():
+            impl = run["context"].get("implementations", {}).get(subject)
+            if impl:
+                return impl["protocol"]
+        if self.wire and subject in self.wire.get("protocols", {}):
+            return self.wire["protocols"][subject]
+        return "direct" if subject == "direct" else subject.split("/")[0]
+
+
+def _read(path: Path, inputs: Inputs, want: tuple[str, ...]) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        inputs.problems.append(f"`{path.name}` could not be read ({exc}); left out")
+        return None
+    if not isinstance(data, dict) or any(k not in data for k in want):
+        inputs.problems.append(f"`{path.name}` is not a protolab result (no {', '.join(want)}); left out")
+        return None
+    inputs.sources.append(path)
+    return data
+
+
+def load(results_dir: Path) -> Inputs:
+    inputs = Inputs(results_dir)
+    for mode in MODES:
+        run = _read(results_dir / "benchmarks" / f"{mode}-latest.json", inputs, ("context", "results"))
+        if run is not None:
+            inputs.runs[mode] = run
+    inputs.wire = _read(results_dir / "capture" / "wire.json", inputs, ("context", "new_connection"))
+    inputs.wire_netns = _read(results_dir / "capture" / "wire-netns.json", inputs,
+                              ("context", "new_connection"))
+    return inputs
+
+
+def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:
+    """Sentences naming what the page cannot show, and why. `discovered`: the
+    implementations the lab has now."""
+    out = list(inputs.problems)
+    for mode in MODES:
+        run = inputs.runs.get(mode)
+        if run is None:
+            out.append(f"**{mode} mode: not run** — no `results/benchmarks/{mode}-latest.json`; "
+                       f"run `{RUN_COMMAND[mode]}`.")
+            continue
+        ctx = run["context"]
+        if ctx.get("mode") != mode:
+            out.append(f"`{mode}-latest.json` says it is a {ctx.get('mode')} run.")
+        results = run["results"]
+        for op in OPERATIONS:
+            if op not in results:
+                out.append(f"{mode} mode: no **{op}** results (run filtered or failed); "
+                           f"run `{RUN_COMMAND[mode]}`.")
+        listed = list(ctx.get("implementations", {}))
+        for op, rows in results.items():
+            for name in [*listed, "direct"]:
+                if name not in rows:
+                    out.append(f"{mode} mode, {op}: **{name}** has no result (it failed or was deselected).")
+            for name, row in rows.items():
+                if not row.get("data_s"):
+                    out.append(f"{mode} mode, {op}: {name} has no per-round times; no box plot for it.")
+        for name in discovered or []:
+            if name not in listed:
+                out.append(f"{mode} mode: **{name}** is in the lab now but not in this run "
+                           f"({ctx.get('date')}); rerun `{RUN_COMMAND[mode]}`.")
+        if mode == "docker" and not ctx.get("docker"):
+            out.append("docker mode: the run does not record the Docker side (daemon version, "
+                       "userland proxy); rerun `make bench-docker` with the current lab.")
+    present = [m for m in MODES if m in inputs.runs]
+    if len(present) == 2:
+        for name in inputs.subjects():
+            where = [m for m in present if any(name in rows for rows in inputs.runs[m]["results"].values())]
+            if len(where) == 1:
+                other = next(m for m in present if m not in where)
+                out.append(f"**{name}** ran only in {where[0]} mode, not in {other} mode.")
+    if inputs.wire is None:
+        out.append("**wire capture: not run** — no `results/capture/wire.json`; run `make capture`.")
+    else:
+        for problem in inputs.wire.get("problems", []):
+            out.append(f"wire capture problem: {problem}")
+        for name in discovered or []:
+            if name not in inputs.wire.get("protocols", {}):
+                out.append(f"wire capture: **{name}** is in the lab now but was not captured; "
+                           "rerun `make capture`.")
+    if inputs.wire_netns is None:
+        out.append("wire capture at MTU 1,500 (veth namespace): not run — optional, "
+                   "`make capture NETNS=1`.")
+    return out

@@ -1,0 +1,323 @@
+"""`python -m report`: the published numbers match the study's text; the page
+is built from small result files made here (with the lab's own writers) and
+names what is missing; it opens in headless Chromium with its tables and
+figures rendered and no console errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.conftest import summarize
+from capture import report as capture_report
+from lab import settings
+from lab.context import run_context
+from lab.registry import discover
+from report import published
+from report.__main__ import write
+
+SEED = settings.ROOT.parent / "shared" / "seeds" / "003_efaeaf185f57235e.txt"
+IMPLS = discover()
+NAMES = [i.name for i in IMPLS]
+
+
+# -- the published figures -------------------------------------------------
+
+def _seed_tables() -> dict[str, list[tuple[str, int, int]]]:
+    """Tables 4-6 of the study's text: (statistic, Docker, Windows) rows in order."""
+    text = SEED.read_text()
+    out = {}
+    for number in ("4", "5", "6"):
+        start = re.search(rf"Table[^\n]{{0,10}}{number}\.", text).start()
+        end = text.index("Figure", start)
+        rows = re.findall(r"(mean|min|max|sigma)\$?\s+(\d+)\s+(\d+)", text[start:end].replace("\\", ""))
+        out[number] = [(s, int(d), int(w)) for s, d, w in rows]
+    return out
+
+
+@pytest.mark.skipif(not SEED.exists(), reason=f"the study's text is not at {SEED}")
+def test_published_latency_tables_match_the_study_text():
+    study = published.load()
+    stat = {"mean": "mean", "min": "min", "max": "max", "sigma": "σ"}
+    for number, rows in _seed_tables().items():
+        table = study["tables"][number]
+        # The text lists REST, gRPC, GraphQL, WebSockets, four statistics each, in order.
+        assert len(rows) == 16, number
+        expected = [(stat[s], d, w) for s, d, w in rows]
+        ours = [(s, v["Docker"], v["Windows"]) for p in ("REST", "gRPC", "GraphQL", "WebSockets")
+                for s, v in table["rows"][p].items()]
+        assert ours == expected, f"Table {number}"
+    # Spot checks with the numbers written out, so a wrong parse cannot hide a typo either.
+    assert study["tables"]["4"]["rows"]["WebSockets"]["max"]["Docker"] == 90272
+    assert study["tables"]["5"]["rows"]["GraphQL"]["max"]["Windows"] == 10000
+    assert study["tables"]["6"]["rows"]["gRPC"]["mean"]["Windows"] == 11611
+
+
+@pytest.mark.skipif(not SEED.exists(), reason=f"the study's text is not at {SEED}")
+def test_published_table_7_matches_the_study_text_and_the_capture():
+    text = SEED.read_text()
+    study = published.load()
+    for label, row in study["tables"]["7"]["rows"].items():
+        line = re.search(rf"{label}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", text)
+        assert [int(x) for x in line.groups()] == [row[p] for p in ("REST", "gRPC", "GraphQL", "WebSockets")]
+    assert published.study_bytes(study) == capture_report.STUDY_TABLE_7
+
+
+# -- small result files, written as the lab writes them ----------------------
+
+class _Db:
+    server, version = "SecantusDB secantusd-rs", "0.5.3-beta.193"
+
+    def describe(self) -> dict[str, str]:
+        return {"server": self.server, "version": self.version}
+
+
+BASE_US = {"insert": 200, "fetch-one": 130, "fetch-100": 1000}
+COST = {"rest": 6, "grpc": 4, "graphql": 20, "ws": 3}
+
+
+def bench_run(mode: str, seed: int, drop: str | None = None) -> dict[str, Any]:
+    rng = random.Random(seed)
+    docker = {"daemon": {"version": "20.10.24", "userland_proxy": False, "storage_driver": "overlay2",
+                         "cgroup_version": "1"}, "base_image": "protolab/python:3.11",
+              "mongo_image": "protolab/secantusd", "published_on": "127.0.0.1"} if mode == "docker" else None
+    ctx = run_context(mode, _Db(), IMPLS, docker=docker,
+                      benchmark={"warmup": "True", "min_rounds": "200", "max_time": "2.0"})
+    results: dict[str, Any] = {}
+    for op, base in BASE_US.items():
+        rows = {}
+        for impl in [*IMPLS, None]:
+            name = impl.name if impl else "direct"
+            if name == drop:
+                continue
+            typical = base * (COST.get(impl.protocol, 5) if impl else 1) * 1e-6
+            data = [typical * rng.lognormvariate(0, 0.15) for _ in range(60)]
+            data += [typical * 12]  # an outlier the box plot must show
+            rows[name] = {**summarize(data), "iterations": 1, "data_s": data}
+        results[op] = rows
+    return {"context": ctx, "results": results}
+
+
+def _cell(to_server: float, to_client: float, frames: int = 2) -> dict[str, Any]:
+    def side(b: float) -> dict[str, float]:
+        return {"frames": frames, "frame_bytes": b, "payload_bytes": max(b - 66 * frames, 0),
+                "app_payload": max(b - 300, 0)}
+    s, c = side(to_server), side(to_client)
+    return {"to_server": s, "to_client": c, "total": {k: s[k] + c[k] for k in s}}
+
+
+def wire_results() -> dict[str, Any]:
+    ops = ["insert", "fetch-one", "fetch-100", "update", "delete"]
+    size = {"insert": (1500, 1500), "fetch-one": (300, 1500), "fetch-100": (500, 150000),
+            "update": (1400, 1400), "delete": (300, 200)}
+    steady, new, db = {}, {}, {}
+    for impl in IMPLS:
+        setup = _cell(140, 74) if impl.protocol in ("rest", "graphql") else _cell(400, 350)
+        steady[impl.name], new[impl.name], db[impl.name] = {}, {}, {}
+        for op in ops:
+            req, resp = size[op]
+            opc = _cell(req, resp)
+            teardown = _cell(132, 66)
+            total = _cell(*(setup[d]["frame_bytes"] + opc[d]["frame_bytes"] + teardown[d]["frame_bytes"]
+                            for d in ("to_server", "to_client")), frames=6)
+            new[impl.name][op] = {"total": total, "setup": setup, "teardown": teardown, "connections": 1,
+                                  "phases": {"tcp_setup": _cell(140, 74), "app_setup": _cell(0, 0),
+                                             "operation": opc, "app_teardown": _cell(0, 0),
+                                             "tcp_teardown": teardown}}
+            steady[impl.name][op] = {**_cell(req - 50, resp - 50), "syn_packets": 0}
+            db[impl.name][op] = {"steady": _cell(300, 900), "new_connection": _cell(300, 900)}
+    db["direct"] = {op: {"steady": _cell(300, 900)} for op in ops}
+    ctx = run_context("native", _Db(), IMPLS)
+    ctx["settings"]["capture"] = {"interface": "lo", "link": "Linux loopback, MTU 65536",
+                                  "operations_per_steady_window": 50, "warmup_operations": 2,
+                                  "tshark": "TShark (Wireshark) 4.0.17 (test)", "capture_seconds": 1.0}
+    ctx |= {"payload_source": {i.protocol: "body" for i in IMPLS}, "elapsed_seconds": 2.0,
+            "records": {"inserted_game_json": 1378, "fetched_game_json": 1278, "dataset_median_json": 1390,
+                        "dataset_games": 3424}}
+    return {"operations": ops, "ports": {}, "protocols": {i.name: i.protocol for i in IMPLS},
+            "steady": steady, "new_connection": new, "database": db, "problems": [], "context": ctx}
+
+
+def make_results(root: Path, docker: bool, drop_in_docker: str | None = None) -> Path:
+    (root / "benchmarks").mkdir(parents=True)
+    runs = {"native": bench_run("native", 1)}
+    if docker:
+        runs["docker"] = bench_run("docker", 2, drop=drop_in_docker)
+    for mode, run in runs.items():
+        (root / "benchmarks" / f"{mode}-latest.json").write_text(json.dumps(run, indent=1))
+    capture_report.write(wire_results(), root / "capture", "wire")  # the capture's own writer
+    return root
+
+
+def test_report_names_what_is_missing(tmp_path):
+    results = make_results(tmp_path / "results", docker=False)
+    paths, summary = write(results, results, head="0" * 40, discovered=[*NAMES, "sse/flask"])
+    html, md = (p.read_text() for p in paths)
+    assert "docker mode: not run" in md and "make bench-docker" in md
+    assert "wire capture at MTU 1,500 (veth namespace): not run" in md
+    assert "**sse/flask** is in the lab now but not in this run" in md
+    assert "Needs both modes; docker mode not run" in md
+    for op in ("insert", "fetch-one", "fetch-100"):
+        assert f"{op}, native mode (µs)" in md
+        assert "lab: docker mode not run" in md
+    assert "<script" not in html and not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert html.count("<svg") == 4  # three latency figures + the wire bytes
+    # The rankings are computed: the synthetic costs put WebSockets first, the study gRPC.
+    assert any(line.startswith("insert, native: study gRPC < REST < WebSockets < GraphQL; lab WebSockets")
+               for line in summary["rankings"])
+    assert "they disagree" in md and "finds gRPC fastest, the lab (native) WebSockets" in md
+
+
+def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
+    dropped = NAMES[-1]
+    results = make_results(tmp_path / "results", docker=True, drop_in_docker=dropped)
+    (paths, summary) = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)
+    md = paths[1].read_text()
+    assert f"docker mode, insert: **{dropped}** has no result" in md
+    assert "docker / native" in md  # lab.compare's table
+    assert "userland proxy off" in md
+    assert (tmp_path / "out" / "report-figures" / "wire.svg").exists()
+
+
+# -- headless Chromium -------------------------------------------------------
+
+def _chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found or os.geteuid() != 0:
+        return found
+    subprocess.run(["apt-get", "update", "-qq"], capture_output=True, timeout=300)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], capture_output=True, timeout=600,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which("chromium")
+
+
+class DevTools:
+    """Just enough of the DevTools protocol: commands, and the events seen meanwhile."""
+
+    def __init__(self, url: str) -> None:
+        import simple_websocket
+
+        self.ws = simple_websocket.Client.connect(url)
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def call(self, method: str, timeout: float = 15, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = self.ws.receive(timeout=max(deadline - time.monotonic(), 0.01))
+            if msg is None:
+                continue
+            data = json.loads(msg)
+            if data.get("id") == self.next_id:
+                assert "error" not in data, data
+                return data.get("result", {})
+            self.events.append(data)
+        raise TimeoutError(method)
+
+    def wait_for(self, method: str, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(e.get("method") == method for e in self.events):
+            msg = self.ws.receive(timeout=max(deadline - time.monotonic(), 0.01))
+            if time.monotonic() > deadline:
+                raise TimeoutError(method)
+            if msg is not None:
+                self.events.append(json.loads(msg))
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+PROBE = """JSON.stringify({
+  tables: Array.from(document.querySelectorAll('table')).map(t => ({
+      id: t.id, rows: t.tBodies[0].rows.length, h: t.getBoundingClientRect().height})),
+  svgs: Array.from(document.querySelectorAll('figure svg')).map(s => {
+      const r = s.getBoundingClientRect(); return {w: r.width, h: r.height,
+      marks: s.querySelectorAll('path, use').length}; }),
+  headings: Array.from(document.querySelectorAll('h2')).map(h => h.textContent),
+})"""
+
+
+def test_report_renders_in_headless_chromium(tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no chromium, and not root to install it with apt (apt-get install chromium)")
+    results = make_results(tmp_path / "results", docker=True)
+    paths, _ = write(results, results, head="0" * 40, discovered=NAMES)
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
+    log = (tmp_path / "chromium.log").open("wb")
+    proc = subprocess.Popen(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+         f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
+         "--window-size=1280,900", "about:blank"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 20
+        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
+            assert proc.poll() is None, f"chromium exited: {(tmp_path / 'chromium.log').read_text()[-2000:]}"
+            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
+            time.sleep(0.05)
+        port = port_file.read_text().split()[0]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+            page = next(t for t in json.load(resp) if t["type"] == "page")
+        dt = DevTools(page["webSocketDebuggerUrl"])
+        try:
+            for domain in ("Runtime", "Log", "Page"):
+                dt.call(f"{domain}.enable")
+            dt.call("Page.navigate", url=paths[0].as_uri())
+            dt.wait_for("Page.loadEventFired")
+            found = json.loads(dt.call("Runtime.evaluate", expression=PROBE, returnByValue=True)["result"]["value"])
+            # Self-check: a console error does reach this client.
+            dt.call("Runtime.evaluate", expression="console.error('self-check')")
+            dt.wait_for("Runtime.consoleAPICalled")
+        finally:
+            dt.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        try:  # its helper processes (zygote, renderer), in the group it leads
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        log.close()
+
+    errors = [e for e in dt.events
+              if e.get("method") == "Runtime.exceptionThrown"
+              or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
+              or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
+    check = [e for e in errors if e.get("params", {}).get("args", [{}])[0].get("value") == "self-check"]
+    assert check, "the console self-check was not seen"
+    assert not [e for e in errors if e not in check], errors
+    assert found["headings"][:3] == ["What is missing", "Context", "Latency per operation"]
+    assert "Bytes on the wire" in found["headings"] and "The study beside the lab" in found["headings"]
+    tables = {t["id"]: t for t in found["tables"]}
+    subjects = len(NAMES) + 1
+    for op in ("insert", "fetch-one", "fetch-100"):
+        for mode in ("native", "docker"):
+            assert tables[f"t-{op}-{mode}"]["rows"] == subjects and tables[f"t-{op}-{mode}"]["h"] > 0
+        assert tables[f"nvd-{op}"]["rows"] == subjects
+        assert tables[f"study-t-{op}"]["rows"] == 4
+    assert tables["wire-t7"]["rows"] == 8
+    assert tables["wire-parts-table"]["rows"] == 5 * len(NAMES)
+    assert len(found["svgs"]) == 4
+    for svg in found["svgs"]:
+        assert svg["w"] > 200 and svg["h"] > 100 and svg["marks"] > 10, svg
