@@ -22,7 +22,10 @@ class GrpcClient:
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
         self.timeout = timeout
-        self.channel = grpc.insecure_channel(endpoint)
+        # A local subchannel pool: by default grpcio shares one TCP connection
+        # among all channels of a process to the same address, so a "new"
+        # client would silently reuse another's connection (and its setup).
+        self.channel = grpc.insecure_channel(endpoint, options=[("grpc.use_local_subchannel_pool", 1)])
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self.stub = GamesStub(self.channel)
 
