@@ -1,8 +1,12 @@
 # protolab: `make bench` measures, `make test` checks. Both bootstrap what they need.
-PYTHON ?= python3
+# The system's python3 (>= 3.11) when it has one, the one the lab's Docker
+# images use too: an interpreter's build changes results (a pyenv build ran
+# the services ~20 % slower than Debian's). Results record which ran.
+PYTHON ?= $(shell /usr/bin/python3 -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+            && echo /usr/bin/python3 || echo python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksum | cut -d' ' -f1)
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
@@ -11,7 +15,9 @@ PYTEST_ARGS ?=
 bootstrap: $(STAMP) db
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@want=$$($(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))'); \
+	have=$$($(PY) -c 'import os, sys; print(os.path.realpath(sys._base_executable))' 2>/dev/null); \
+	if [ "$$want" != "$$have" ]; then echo "creating $(VENV) with $$want"; $(PYTHON) -m venv --clear $(VENV); fi
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@

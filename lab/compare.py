@@ -42,6 +42,10 @@ def describe(label: str, context: dict[str, Any]) -> str:
             f"database {db.get('server')} {db.get('version')}, "
             f"{context.get('cpu', {}).get('count')} × {context.get('cpu', {}).get('model')}, "
             f"{context.get('settings', {}).get('service_threads')} threads per service")
+    python = context.get("service_interpreter") or {}
+    if python.get("version"):
+        text += (f"; services on Python {python['version']} ({python.get('executable')}), "
+                 f"calibration {python.get('calibration_us')} µs")
     docker = context.get("docker")
     if docker:
         daemon = docker.get("daemon", {})
@@ -75,6 +79,21 @@ def table(operation: str, native: dict[str, Any], docker: dict[str, Any]) -> lis
     return lines
 
 
+def interpreter_warning(native: dict[str, Any], docker: dict[str, Any]) -> str | None:
+    """A sentence when the two runs' service interpreters differ in speed by over 5 %."""
+    n = (native.get("service_interpreter") or {}).get("calibration_us")
+    d = (docker.get("service_interpreter") or {}).get("calibration_us")
+    if not n or not d:
+        return ("The services' interpreters were not recorded for both runs: part of any difference "
+                "may be the interpreter, not the container.")
+    if abs(n / d - 1) <= 0.05:
+        return None
+    return (f"**The interpreters differ:** the same pure-Python calibration took {n} µs natively "
+            f"and {d} µs in the containers ({n / d:.2f}×), so part of every difference below is the "
+            "interpreter's build, not the container. Run native mode on the same build (the Makefile "
+            "prefers the system's python3) to compare containers alone.")
+
+
 def report(native: dict[str, Any], docker: dict[str, Any]) -> str:
     lines = ["# Native vs Docker", "",
              "Latency per operation at the client, one operation per round; the same benchmarks, "
@@ -82,6 +101,9 @@ def report(native: dict[str, Any], docker: dict[str, Any]) -> str:
              "published on 127.0.0.1 (`direct` is pymongo from the host to the database: in Docker "
              "mode through the published Mongo port).", "",
              describe("native", native["context"]), describe("docker", docker["context"]), ""]
+    warning = interpreter_warning(native["context"], docker["context"])
+    if warning:
+        lines += [warning, ""]
     found = [*OPERATIONS, *sorted((set(native["results"]) | set(docker["results"])) - set(OPERATIONS))]
     for operation in found:
         if operation in native["results"] or operation in docker["results"]:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from clients import check_health
-from lab import dockerd, settings
+from lab import dockerd, interpreter, settings
 from lab.database import Database, external
 from lab.processes import free_port
 from lab.registry import Implementation, discover
@@ -375,6 +375,11 @@ class ComposeStack:
             return dataclasses.replace(db, server=f"SecantusDB secantusd-rs (image {image})", version=tag)
         return dataclasses.replace(db, server=f"MongoDB (image {image})")
 
+    def interpreter(self, found: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The services' Python, probed inside the first service container."""
+        container = found[self.services[0]]["Id"]
+        return interpreter.probe(["docker", "--host", self.d.docker_host, "exec", container, "python"])
+
     def describe(self, found: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """What results record about the Docker side of the run."""
         return {
@@ -389,6 +394,7 @@ class ComposeStack:
             "health_interval": os.environ.get("LAB_HEALTH_INTERVAL", HEALTH_INTERVAL),
             "mongo_health_interval": os.environ.get("LAB_MONGO_HEALTH_INTERVAL", MONGO_HEALTH_INTERVAL),
             "timings_s": self.timings,
+            "interpreter": self.interpreter(found),
         }
 
 

@@ -9,7 +9,7 @@ import subprocess
 from importlib import metadata
 from typing import Any
 
-from lab import settings
+from lab import interpreter, settings
 from lab.database import Database
 from lab.registry import Implementation
 
@@ -64,6 +64,8 @@ def run_context(mode: str, database: Database, implementations: list[Implementat
                      "server": i.server, "versions": i.versions()} for i in implementations},
         "client_versions": {p: _version(p) for p in CLIENT_PACKAGES},
         "python": platform.python_version(),
+        # The services' interpreter: in Docker mode the containers' (see "docker").
+        "service_interpreter": (docker or {}).get("interpreter") or interpreter.probe(),
         "platform": platform.platform(),
         "cpu": {"model": cpu_model(), "count": os.cpu_count()},
         "commit": git_commit(),
