@@ -16,7 +16,8 @@ from pymongo.errors import ConnectionFailure
 from contract.errors import NotFound, Unavailable
 from contract.game import DEFAULT_LIST_LIMIT, check_game, check_id, check_page
 
-TIMEOUT_MS = 5000
+# How long a request waits for a lost database before answering UNAVAILABLE.
+TIMEOUT_MS = int(os.environ.get("MONGODB_TIMEOUT_MS", "5000"))
 DEFAULT_DB = "protolab"
 COLLECTION = "games"
 

@@ -1,0 +1,41 @@
+"""With the database gone, every service answers UNAVAILABLE in its protocol's
+own terms, within its timeout, and keeps serving."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from expect import expect
+
+from contract.errors import UNAVAILABLE
+from lab import dataset
+from lab.stack import running_lab
+
+
+@pytest.fixture
+def lab_without_database(monkeypatch):
+    """A lab of its own (the session's stays intact) whose database is then killed."""
+    if os.environ.get("MONGODB_URI"):
+        pytest.skip("the lab must own the database to take it away")
+    monkeypatch.setenv("MONGODB_TIMEOUT_MS", "300")
+    with running_lab(mode="native") as lab:
+        clients = {impl.name: (impl.protocol, lab.client(impl.name)) for impl in lab.implementations}
+        os.kill(lab.database.pid, signal.SIGKILL)
+        try:
+            yield lab, clients
+        finally:
+            for _, client in clients.values():
+                client.close()
+
+
+def test_every_protocol_says_unavailable_and_keeps_serving(lab_without_database):
+    lab, clients = lab_without_database
+    game = dataset.games()[0]
+    for name, (protocol, client) in clients.items():
+        for _ in range(2):  # and again: the first answer did not take the server down
+            expect(protocol, UNAVAILABLE, client.get, "730")
+            expect(protocol, UNAVAILABLE, client.create, game)
+            expect(protocol, UNAVAILABLE, client.health)
+        assert lab.pids[name] and os.waitpid(lab.pids[name], os.WNOHANG) == (0, 0), f"{name} exited"
