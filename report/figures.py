@@ -72,13 +72,13 @@ def latency(operation: str, runs: dict[str, dict[str, Any]], subjects: list[str]
     ax.set_xticks(range(len(subjects)), subjects, rotation=15, ha="right", fontsize=9)
     ax.set_yscale("log")
     ax.set_ylabel("µs per operation (log scale)")
-    ax.set_title(f"{operation}: latency per round at the client", pad=24)
+    ax.set_title(f"{operation}: latency per round at the client", pad=34)
     ax.grid(axis="y", which="both", alpha=0.25)
     handles = [Patch(facecolor=MODE_COLOURS[m], alpha=0.55, label=m) for m in modes]
     handles.append(Line2D([], [], marker="D", linestyle="", markerfacecolor="white",
                           markeredgecolor="black", label="mean"))
     handles.append(Line2D([], [], marker="o", linestyle="", markersize=3, color="grey", label="outlier"))
-    ax.legend(handles=handles, fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.06), ncol=len(handles),
+    ax.legend(handles=handles, fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=len(handles),
               frameon=False)
     return _svg(fig, f"latency-{operation}")
 
