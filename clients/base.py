@@ -31,3 +31,29 @@ class GameClient(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class OperationClient:
+    """The CRUD methods for protocols whose requests are (operation, named
+    parameters) — GraphQL, WebSocket: a subclass supplies _call."""
+
+    def _call(self, op: str, **params: Any) -> Any:
+        raise NotImplementedError
+
+    def create(self, game: Game) -> Game:
+        return self._call("create", game=game)
+
+    def get(self, game_id: str) -> Game:
+        return self._call("get", id=game_id)
+
+    def list(self, limit: int = 100, offset: int = 0) -> list[Game]:
+        return self._call("list", limit=limit, offset=offset)
+
+    def update(self, game_id: str, game: Game) -> Game:
+        return self._call("update", id=game_id, game=game)
+
+    def delete(self, game_id: str) -> None:
+        self._call("delete", id=game_id)
+
+    def health(self) -> None:
+        self._call("health")

@@ -6,7 +6,7 @@ from typing import Any
 
 import requests
 
-from clients.base import Game
+from clients.base import OperationClient
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, LANGUAGE_DETAILS
@@ -30,7 +30,7 @@ FIELD_OF = {"create": "create_game", "get": "game", "list": "games", "update": "
 JSON = {"Content-Type": "application/json"}
 
 
-class GraphQLClient:
+class GraphQLClient(OperationClient):
     protocol = "graphql"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
@@ -51,24 +51,6 @@ class GraphQLClient:
 
     def _call(self, op: str, **variables: Any) -> Any:
         return self._post(op, dumpb({"query": QUERIES[op], "variables": variables}))
-
-    def create(self, game: Game) -> Game:
-        return self._call("create", game=game)
-
-    def get(self, game_id: str) -> Game:
-        return self._call("get", id=game_id)
-
-    def list(self, limit: int = 100, offset: int = 0) -> list[Game]:
-        return self._call("list", limit=limit, offset=offset)
-
-    def update(self, game_id: str, game: Game) -> Game:
-        return self._call("update", id=game_id, game=game)
-
-    def delete(self, game_id: str) -> None:
-        self._call("delete", id=game_id)
-
-    def health(self) -> None:
-        self._call("health")
 
     def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
         return self._post(op, body)

@@ -9,13 +9,13 @@ from typing import Any
 
 from simple_websocket import Client
 
-from clients.base import Game
+from clients.base import OperationClient
 from contract.codec import dumps, loads
 from contract.errors import ContractError, Unavailable, error_for
 from lab.settings import CALL_TIMEOUT
 
 
-class WebSocketClient:
+class WebSocketClient(OperationClient):
     protocol = "ws"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
@@ -52,24 +52,6 @@ class WebSocketClient:
         request_id = next(self.ids)
         return self._exchange(dumps({"request_id": request_id, "op": op, "params": params}),
                               request_id)
-
-    def create(self, game: Game) -> Game:
-        return self._call("create", game=game)
-
-    def get(self, game_id: str) -> Game:
-        return self._call("get", id=game_id)
-
-    def list(self, limit: int = 100, offset: int = 0) -> list[Game]:
-        return self._call("list", limit=limit, offset=offset)
-
-    def update(self, game_id: str, game: Game) -> Game:
-        return self._call("update", id=game_id, game=game)
-
-    def delete(self, game_id: str) -> None:
-        self._call("delete", id=game_id)
-
-    def health(self) -> None:
-        self._call("health")
 
     def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
         """`body` is the whole message, sent as a binary frame (so it need not

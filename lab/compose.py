@@ -49,7 +49,7 @@ from clients import check_health
 from lab import dockerd, interpreter, settings
 from lab.database import Database, external
 from lab.processes import free_port
-from lab.registry import Implementation, discover
+from lab.registry import Implementation, discover, select
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
 MONGO_SERVICE = "mongo"
@@ -407,16 +407,6 @@ def active_description() -> dict[str, Any] | None:
     return _active
 
 
-def _select(names: Sequence[str] | None) -> list[Implementation]:
-    implementations = discover()
-    if names:
-        unknown = set(names) - {i.name for i in implementations}
-        if unknown:
-            raise SystemExit(f"unknown implementation(s): {', '.join(sorted(unknown))}")
-        implementations = [i for i in implementations if i.name in names]
-    return implementations
-
-
 @contextlib.contextmanager
 def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
     """The Docker-mode lab.stack.Lab (pids: the containers' main process ids on the host)."""
@@ -426,7 +416,7 @@ def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
     stale = stale_reason()
     if stale:
         raise SystemExit(f"{stale}; regenerate it with: python -m lab.compose write")
-    implementations = _select(names)
+    implementations = select(names)
     reason = dockerd.docker_unavailable_reason()
     if reason:
         raise SystemExit(f"LAB_MODE=docker: Docker cannot run here: {reason}")

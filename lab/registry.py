@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -68,3 +69,14 @@ def discover(root: Path = SERVICES) -> list[Implementation]:
         rank = PROTOCOL_ORDER.index(impl.protocol) if impl.protocol in PROTOCOL_ORDER else 99
         return rank, impl.name
     return sorted(found, key=order)
+
+
+def select(names: Sequence[str] | None = None) -> list[Implementation]:
+    """The discovered implementations, or those named (an unknown name stops the run)."""
+    implementations = discover()
+    if names:
+        unknown = set(names) - {i.name for i in implementations}
+        if unknown:
+            raise SystemExit(f"unknown implementation(s): {', '.join(sorted(unknown))}")
+        implementations = [i for i in implementations if i.name in names]
+    return implementations

@@ -20,7 +20,7 @@ from clients.base import GameClient
 from lab import settings
 from lab.database import Database, database
 from lab.processes import Process, ProcessFailed, free_port
-from lab.registry import Implementation, discover
+from lab.registry import Implementation, select
 from services.common.store import Store
 
 START_ATTEMPTS = 3  # a free port can be taken by someone else before we bind it
@@ -80,12 +80,7 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None) -> 
         with compose.running_stack(names) as lab:
             yield lab
         return
-    implementations = discover()
-    if names:
-        unknown = set(names) - {i.name for i in implementations}
-        if unknown:
-            raise SystemExit(f"unknown implementation(s): {', '.join(sorted(unknown))}")
-        implementations = [i for i in implementations if i.name in names]
+    implementations = select(names)
     with ExitStack() as stack:
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-logs-")))
         db = stack.enter_context(database())

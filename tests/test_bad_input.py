@@ -4,7 +4,9 @@ MongoDB as a query operator."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from expect import expect
@@ -163,3 +165,32 @@ def test_operator_lookalike_strings_are_stored_literally(served, lab):
         assert client.get(created["id"])["name"] == '{"$ne": null}'
     finally:
         client.delete(created["id"])
+
+
+@pytest.mark.parametrize("protocol_name", ["rest", "graphql"])
+def test_oversize_http_request_leaves_the_connection_usable(lab, protocol_name):
+    """An oversize body is read before the 413 goes out, so the same kept-alive
+    connection serves the next request (closing it instead would fail a
+    client's next request on that connection)."""
+    impl = next(i for i in lab.implementations if i.protocol == protocol_name)
+    url = urlsplit(lab.endpoints[impl.name])
+    path = url.path or "/games"
+    body = b"{" + b" " * (MAX_REQUEST_BYTES + 5000) + b"}"
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        reader = sock.makefile("rb")
+        for _ in range(3):
+            sock.sendall(f"POST {path} HTTP/1.1\r\nHost: lab\r\nContent-Type: application/json\r\n"
+                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            assert _read_response(reader)[0] == 413
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: lab\r\n\r\n")
+            assert _read_response(reader)[0] == 200
+
+
+def _read_response(reader: Any) -> tuple[int, bytes]:
+    status = int(reader.readline().split()[1])
+    length = 0
+    while (line := reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return status, reader.read(length)

@@ -14,13 +14,12 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from contract.codec import dumps, loads
-from contract.errors import CODE_OF_HTTP_STATUS, HTTP_STATUS, INVALID_ARGUMENT
-from contract.game import MAX_REQUEST_BYTES
+from contract.errors import CODE_OF_HTTP_STATUS, HTTP_STATUS, INVALID_ARGUMENT, ContractError
+from services.common.http_body import read_body
 from services.common.store import Store
 from services.graphql.graphene.schema import schema
 
 app = Flask(__name__)
-app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
 store = Store()
 
 
@@ -42,7 +41,9 @@ def http_error(exc: HTTPException) -> Response:
 @app.post("/graphql")
 def graphql() -> Response:
     try:
-        body = loads(request.get_data(cache=False))
+        body = loads(read_body(request))
+    except ContractError as exc:
+        return _fail(exc.code, exc.message)
     except ValueError as exc:
         return _fail(INVALID_ARGUMENT, f"malformed JSON body: {exc}")
     if type(body) is not dict or type(body.get("query")) is not str:

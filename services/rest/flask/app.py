@@ -16,11 +16,11 @@ from contract.errors import (
     ContractError,
     InvalidArgument,
 )
-from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
+from contract.game import DEFAULT_LIST_LIMIT
+from services.common.http_body import read_body
 from services.common.store import Store
 
 app = Flask(__name__)
-app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
 store = Store()
 
 
@@ -34,7 +34,7 @@ def _error(code: str, message: str, status: int | None = None) -> Response:
 
 def _body() -> Any:
     try:
-        return loads(request.get_data(cache=False))
+        return loads(read_body(request))
     except ValueError as exc:
         raise InvalidArgument(f"malformed JSON body: {exc}") from None
 
