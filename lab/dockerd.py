@@ -31,6 +31,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Self
 
+from lab.processes import die_with_parent
+
 REPO = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO / "docker"
 
@@ -233,7 +235,7 @@ def _docker_info(env: dict[str, str], timeout: float = 10) -> dict[str, Any] | N
     return info if proc.returncode == 0 and isinstance(info, dict) and info.get("ServerVersion") else None
 
 
-def _dockerd_pids() -> list[int]:
+def dockerd_pids() -> list[int]:
     return [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/comm") if _read(p) == "dockerd"]
 
 
@@ -246,7 +248,7 @@ def _read(path: Path) -> str:
 
 def _userland_proxy_of_existing() -> bool | None:
     """Best effort for a daemon we did not start: its flags, then daemon.json."""
-    pids = _dockerd_pids()
+    pids = dockerd_pids()
     if len(pids) == 1:
         args = _read(Path(f"/proc/{pids[0]}/cmdline")).split("\0")
         for arg in args:
@@ -326,7 +328,7 @@ class Dockerd(AbstractContextManager["Dockerd"]):
         t0 = time.monotonic()
         info = _docker_info(self.env)
         if info is None:
-            others = _dockerd_pids()
+            others = dockerd_pids()
             if others:
                 # A second daemon would fight the first over docker0 and the
                 # iptables chains, which are per host, not per socket.
@@ -381,7 +383,12 @@ class Dockerd(AbstractContextManager["Dockerd"]):
             cmd.append(f"--mtu={self._mtu}")
         self._host = HostState()
         with open(self._run_dir / "dockerd.log", "wb") as log:  # dockerd keeps its own copy
-            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            # Its own session: a Ctrl-C at the terminal goes to the lab, which
+            # brings the stack down first and only then stops the daemon (a
+            # daemon in the lab's process group died first, and `down` failed).
+            # If the lab is killed outright, the daemon gets SIGTERM.
+            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True, preexec_fn=die_with_parent)
         self.owned = True
         self.env = {**os.environ, "DOCKER_HOST": f"unix://{sock}"}
         deadline = time.monotonic() + self.start_timeout

@@ -19,7 +19,7 @@ from pathlib import Path
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: if the lab itself is killed outright
     (SIGKILL, a crashed runner), the kernel sends the child SIGTERM, so
     nothing the lab started outlives it."""
@@ -46,7 +46,7 @@ class Process:
             self.popen = subprocess.Popen(
                 list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
-                preexec_fn=_die_with_parent)
+                preexec_fn=die_with_parent)
         finally:
             log.close()
 

@@ -12,8 +12,12 @@ It is skipped only where Docker cannot run, with the reason printed.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -122,3 +126,41 @@ def test_docker_stack_serves_every_operation_and_leaves_the_host_as_it_was(
         assert dockerd.IP_FORWARD.read_text().strip() == ip_forward
         assert (dockerd.forward_policy() or "ACCEPT") == forward
         assert not Path(f"/proc/{daemon_pid}").exists(), "dockerd outlived the lab"
+
+
+@pytest.mark.docker
+def test_ctrl_c_on_docker_serve_brings_the_stack_down_and_restores_the_host(
+        request: pytest.FixtureRequest) -> None:
+    """Ctrl-C at a terminal signals the whole foreground process group: the
+    stack must still come down in order (containers, then the daemon)."""
+    reason = dockerd.docker_unavailable_reason()
+    if reason:
+        pytest.skip(f"Docker cannot run here: {reason}")
+    if request.config.getoption("--lab-mode") == "docker" or dockerd.dockerd_pids():
+        pytest.skip("a Docker daemon is already running: this test needs to own it")
+    ip_forward = dockerd.IP_FORWARD.read_text().strip()
+    forward = dockerd.forward_policy() or "ACCEPT"
+    proc = subprocess.Popen([sys.executable, "-m", "lab.cli", "--lab-mode", "docker", "serve"],
+                            cwd=settings.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # its own group, as a shell's foreground job
+    lines = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and (line := proc.stdout.readline()):
+            lines.append(line)
+            if line.startswith("serving"):
+                break
+        assert lines and lines[-1].startswith("serving"), "".join(lines)
+        pids = [int(p) for p in re.findall(r"\(pid (\d+)\)", "".join(lines))]
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    assert proc.returncode == 0, "".join(lines) + out
+    assert "host restored" in out, out
+    assert pids and all(not Path(f"/proc/{pid}").exists() for pid in pids), "a container outlived the stack"
+    assert dockerd.IP_FORWARD.read_text().strip() == ip_forward
+    assert (dockerd.forward_policy() or "ACCEPT") == forward
