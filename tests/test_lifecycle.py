@@ -42,7 +42,8 @@ def _wait_gone(pids: list[int], timeout: float = 20.0) -> list[int]:
 
 def _serve() -> tuple[subprocess.Popen, list[int]]:
     proc = subprocess.Popen([sys.executable, "-m", "lab.cli", "serve"], cwd=ROOT, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # its own group, as a shell's foreground job
     pids, lines = [], []
     deadline = time.monotonic() + 120
     assert proc.stdout is not None
@@ -58,11 +59,11 @@ def _serve() -> tuple[subprocess.Popen, list[int]]:
     pytest.fail("protolab serve did not come up:\n" + "".join(lines))
 
 
-def test_serve_prints_every_endpoint_and_stops_everything_on_interrupt():
+def test_serve_prints_every_endpoint_and_stops_everything_on_ctrl_c():
     proc, pids = _serve()
     assert len(pids) >= 5  # the database and four services
     assert all(_alive(p) for p in pids)
-    proc.send_signal(signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole foreground group
     assert proc.wait(30) == 0
     assert _wait_gone(pids) == []
 
