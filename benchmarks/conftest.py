@@ -11,31 +11,10 @@ import pytest
 
 from lab import settings
 from lab.context import run_context
+from lab.statistics import summarize
 from lab.testing import LAB_KEY
 
 OPERATIONS = ("insert", "fetch-one", "fetch-100")
-
-
-def percentile(sorted_data: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    if not sorted_data:
-        return float("nan")
-    position = (len(sorted_data) - 1) * q
-    low = int(position)
-    high = min(low + 1, len(sorted_data) - 1)
-    return sorted_data[low] + (sorted_data[high] - sorted_data[low]) * (position - low)
-
-
-def summarize(data: list[float]) -> dict[str, float]:
-    """Statistics in µs of per-round times given in seconds."""
-    ordered = sorted(data)
-    n = len(ordered)
-    mean = sum(ordered) / n
-    var = sum((x - mean) ** 2 for x in ordered) / (n - 1) if n > 1 else 0.0
-    us = 1e6
-    return {"rounds": n, "mean": mean * us, "min": ordered[0] * us, "max": ordered[-1] * us,
-            "stddev": var ** 0.5 * us, "median": percentile(ordered, 0.5) * us,
-            "p95": percentile(ordered, 0.95) * us, "p99": percentile(ordered, 0.99) * us}
 
 
 def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
@@ -58,13 +37,16 @@ def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
 
 def table(operation: str, rows: dict[str, dict[str, Any]]) -> list[str]:
     base = rows.get("direct", {}).get("median")
-    head = (f"{'implementation':<22}{'mean':>9}{'min':>9}{'max':>9}{'σ':>8}{'median':>9}"
+    head = (f"{'implementation':<22}{'mean':>9}{'min':>9}{'max':>9}{'σ':>8}{'median':>9}{'±95%':>7}"
             f"{'p95':>9}{'p99':>9}{'rounds':>8}{'× direct':>10}")
-    lines = [f"{operation} (µs)", head, "-" * len(head)]
+    lines = [f"{operation} (µs; ±95%: half-width of the median's 95 % confidence interval)", head,
+             "-" * len(head)]
     for subject, s in rows.items():
         ratio = f"{s['median'] / base:.2f}" if base else "-"
+        low, high = s["median_ci95"]
+        margin = max(s["median"] - low, high - s["median"])
         lines.append(f"{subject:<22}{s['mean']:>9.0f}{s['min']:>9.0f}{s['max']:>9.0f}"
-                     f"{s['stddev']:>8.0f}{s['median']:>9.0f}{s['p95']:>9.0f}{s['p99']:>9.0f}"
+                     f"{s['stddev']:>8.0f}{s['median']:>9.0f}{margin:>7.0f}{s['p95']:>9.0f}{s['p99']:>9.0f}"
                      f"{s['rounds']:>8}{ratio:>10}")
     return lines
 
@@ -93,8 +75,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     path = out_dir / f"{lab.mode}-{stamp}.json"
     text = json.dumps({"context": context, "results": results}, indent=1)
     path.write_text(text)
-    (out_dir / f"{lab.mode}-latest.json").write_text(text)
     write(f"raw results: {path.relative_to(settings.ROOT)}")
+    subjects = {*lab.endpoints, "direct"}
+    if all(subjects <= set(results.get(op, {})) for op in OPERATIONS):
+        (out_dir / f"{lab.mode}-latest.json").write_text(text)
+    else:  # a -k selection must not replace the complete run that reports and comparisons read
+        write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
 
 
 def _benchmark_settings(config: pytest.Config) -> dict[str, Any]:

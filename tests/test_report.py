@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks.conftest import summarize
 from capture import report as capture_report
 from lab import settings
 from lab.context import run_context
 from lab.registry import discover
+from lab.statistics import summarize
 from report import published
 from report.__main__ import write
 
