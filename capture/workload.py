@@ -35,7 +35,10 @@ OPERATIONS = ("insert", "fetch-one", "fetch-100", "update", "delete")
 WARMUP = 2  # operations before a steady window: pools, HPACK tables and caches warm
 CLOSE_TIMEOUT = 5.0
 # Client-side TCP states that mean a connection is still being set up or closed.
-_UNSETTLED = {"SYN-SENT", "FIN-WAIT-1", "FIN-WAIT-2", "CLOSE-WAIT", "LAST-ACK", "CLOSING"}
+# Not CLOSE-WAIT: a socket there is one its owner has not closed yet — never a
+# client we just closed, but e.g. another idle keep-alive client whose server
+# timed the connection out (waiting for it would wait forever).
+_UNSETTLED = {"SYN-SENT", "FIN-WAIT-1", "FIN-WAIT-2", "LAST-ACK", "CLOSING"}
 
 
 class Arguments:
