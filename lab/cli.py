@@ -13,25 +13,27 @@ from lab.stack import running_lab
 
 
 def serve(args: argparse.Namespace) -> int:
-    stop = threading.Event()
+    started, stop = threading.Event(), threading.Event()
 
     def interrupted(*_: object) -> None:
-        if stop.is_set() or not started.is_set():
-            raise KeyboardInterrupt  # still starting: unwind, stopping what runs
+        if not started.is_set() or stop.is_set():
+            raise KeyboardInterrupt  # still starting (or asked twice): unwind, stopping what runs
         stop.set()
-    started = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, interrupted)
-    with running_lab(args.only or None, args.lab_mode) as lab:
-        db = lab.database
-        print(f"database  {db.server} {db.version}  {db.uri}"
-              + (f"  (pid {db.pid})" if db.pid else ""), flush=True)
-        for impl in lab.implementations:
-            print(f"{impl.name:<24} {lab.endpoints[impl.name]}  (pid {lab.pids[impl.name]})", flush=True)
-        print("serving; press Ctrl-C to stop", flush=True)
-        started.set()
-        stop.wait()
-    print("stopped")
+    try:
+        with running_lab(args.only or None, args.lab_mode) as lab:
+            db = lab.database
+            lines = [f"database  {db.server} {db.version}  {db.uri}" + (f"  (pid {db.pid})" if db.pid else "")]
+            lines += [f"{impl.name:<24} {lab.endpoints[impl.name]}  (pid {lab.pids[impl.name]})"
+                      for impl in lab.implementations]
+            started.set()  # from here on a signal is a clean stop
+            print("\n".join([*lines, "serving; press Ctrl-C to stop"]), flush=True)
+            stop.wait()
+    except KeyboardInterrupt:
+        print("interrupted; everything started was stopped", flush=True)
+        return 130
+    print("stopped", flush=True)
     return 0
 
 
