@@ -80,25 +80,22 @@ def table(operation: str, native: dict[str, Any], docker: dict[str, Any]) -> lis
 
 
 def interpreter_warning(native: dict[str, Any], docker: dict[str, Any]) -> str | None:
-    """A sentence when the services ran on different interpreter builds (or, on one
-    build, when the calibration says the machine's speed changed between the runs)."""
+    """A sentence when the services' interpreters differ: another Python version,
+    or a pure-Python calibration more than 5 % apart (another build, or a machine
+    whose speed changed between the runs)."""
     n = native.get("service_interpreter") or {}
     d = docker.get("service_interpreter") or {}
     if not n.get("calibration_us") or not d.get("calibration_us"):
         return ("The services' interpreters were not recorded for both runs: part of any difference "
                 "may be the interpreter, not the container.")
     ratio = n["calibration_us"] / d["calibration_us"]
-    if n.get("build") != d.get("build"):
-        return (f"**The interpreters differ** (native {n.get('build')!r}, containers {d.get('build')!r}): "
-                f"the same pure-Python calibration took {n['calibration_us']} µs natively and "
-                f"{d['calibration_us']} µs in the containers ({ratio:.2f}×), so part of every difference "
-                "below may be the interpreter's, not the container's. Run native mode on the same build "
-                "(the Makefile prefers the system's python3) to compare containers alone.")
-    if abs(ratio - 1) > 0.15:
-        return (f"The same interpreter build timed the calibration at {n['calibration_us']} µs natively and "
-                f"{d['calibration_us']} µs in the containers: the machine's speed changed between the runs "
-                "(neighbours?); rerun both side by side.")
-    return None
+    if n.get("version") == d.get("version") and abs(ratio - 1) <= 0.05:
+        return None
+    return (f"**The interpreters differ:** natively Python {n.get('version')}, calibration "
+            f"{n['calibration_us']} µs; in the containers Python {d.get('version')}, calibration "
+            f"{d['calibration_us']} µs ({ratio:.2f}×). Part of every difference below may be the "
+            "interpreter (its build, or the machine's speed at the time), not the container. Run native "
+            "mode on the same build (the Makefile prefers the system's python3), side by side in time.")
 
 
 def report(native: dict[str, Any], docker: dict[str, Any]) -> str:
