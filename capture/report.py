@@ -174,18 +174,21 @@ def markdown(results: dict[str, Any]) -> str:
 
     # -- new connection
     lines += ["## One operation on a new connection (client made, one operation, closed)", "",
+              "Each cell is the connection with the median total of several (their range is "
+              "shown), so a stray PING or a RST instead of a FIN does not decide it. "
               "The connection's TCP stream, split by phase: setup = TCP handshake + "
               "application setup (HTTP/2 preface and SETTINGS for gRPC, the HTTP upgrade for "
               "WebSocket); teardown = WebSocket close frames / HTTP/2 GOAWAY + FIN/ACK.", ""]
-    head = ["implementation", "operation", "frames", "frame bytes →/←", "total",
+    head = ["implementation", "operation", "frames", "frame bytes →/←", "total", "range of the connections",
             "setup", "operation part", "teardown", "TCP payload →/←", "app payload →/←"]
     rows = []
     for op in results["operations"]:
         for name, ops in results["new_connection"].items():
             c = ops[op]
             t = c["total"]
+            samples = c.get("samples_frame_bytes") or [t["total"]["frame_bytes"]]
             rows.append([name, op, _n(t["total"]["frames"]), _pair(t, "frame_bytes"),
-                         _n(t["total"]["frame_bytes"]),
+                         _n(t["total"]["frame_bytes"]), f"{_n(samples[0])}–{_n(samples[-1])} ({len(samples)})",
                          _n(c["setup"]["total"]["frame_bytes"]),
                          _n(c["phases"]["operation"]["total"]["frame_bytes"]),
                          _n(c["teardown"]["total"]["frame_bytes"]),
