@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap db test bench serve capture report lint clean docker-images bench-docker test-docker
+.PHONY: bootstrap db test bench bench-runs serve capture report lint clean docker-images bench-docker test-docker
 
 bootstrap: $(STAMP) db
 
@@ -31,6 +31,12 @@ test: bootstrap
 
 bench: bootstrap
 	$(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+
+# Repeated runs, modes alternating, to measure run-to-run noise: make bench-runs RUNS=3 MODES=native,docker
+RUNS ?= 3
+MODES ?= native,docker
+bench-runs: bootstrap
+	$(PY) -m lab.runs --runs $(RUNS) --modes $(MODES) -- $(PYTEST_ARGS)
 
 serve: bootstrap
 	$(VENV)/bin/protolab serve
