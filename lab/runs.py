@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import statistics
 import subprocess
@@ -64,14 +65,12 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
     return out
 
 
-def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n: int) -> str:
-    lines = [f"# {n} runs per mode, modes alternating ({', '.join(modes)})", "",
-             "Median of the runs' medians in µs, [lowest–highest run]"
-             + (f"; {modes[1]}/{modes[0]}: the ratio of medians within each pair of adjacent runs, "
-                "median [range]." if len(modes) == 2 else "."), ""]
+def tables(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str]) -> dict[str, list[str]]:
+    """{operation: Markdown table lines}: median of the runs' medians [range], and the ratio."""
+    out = {}
     for op, rows in summary.items():
         head = ["implementation", *modes] + ([f"{modes[1]} / {modes[0]}"] if len(modes) == 2 else [])
-        lines += [f"## {op}", "", "| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+        lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
         for subject, cell in rows.items():
             cells = [f"{cell[m]['median']:.0f} [{cell[m]['low']:.0f}–{cell[m]['high']:.0f}]" if m in cell
                      else "-" for m in modes]
@@ -79,7 +78,21 @@ def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n:
                 r = cell.get("ratio")
                 cells.append(f"{r['median']:.2f} [{r['low']:.2f}–{r['high']:.2f}]" if r else "-")
             lines.append(f"| {subject} | " + " | ".join(cells) + " |")
-        lines.append("")
+        out[op] = lines
+    return out
+
+
+def explanation(modes: list[str], n: int) -> str:
+    return (f"{n} runs per mode, modes alternating ({', '.join(modes)}): the median of the runs' medians "
+            "in µs, [lowest–highest run]"
+            + (f"; {modes[1]} / {modes[0]}: the ratio of medians within each pair of adjacent runs, "
+               "median [range]." if len(modes) == 2 else "."))
+
+
+def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n: int) -> str:
+    lines = [f"# {n} runs per mode, modes alternating ({', '.join(modes)})", "", explanation(modes, n), ""]
+    for op, table in tables(summary, modes).items():
+        lines += [f"## {op}", "", *table, ""]
     return "\n".join(lines)
 
 
@@ -99,13 +112,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {i + 1}/{args.runs}, {mode}", flush=True)
             files[mode].append(run_once(mode, args.extra))
     runs = {m: [load(p) for p in paths] for m, paths in files.items()}
-    text = markdown(summarize(runs), modes, args.runs)
+    summary = summarize(runs)
+    text = markdown(summary, modes, args.runs)
     text += "\nRuns: " + "; ".join(f"{m}: " + ", ".join(p.name for p in ps) for m, ps in files.items()) + "\n"
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
     out = settings.RESULTS / f"runs-{stamp}.md"
     out.write_text(text)
+    # What make report reads: the summary and the runs it came from.
+    (settings.RESULTS / "runs-latest.json").write_text(json.dumps({
+        "date": stamp, "modes": modes, "runs_per_mode": args.runs,
+        "files": {m: [p.name for p in ps] for m, ps in files.items()},
+        "contexts": {m: [r["context"] for r in rs] for m, rs in runs.items()},
+        "summary": summary}, indent=1))
     print(text)
-    print(f"written to {out}")
+    print(f"written to {out} and {settings.RESULTS / 'runs-latest.json'}")
     return 0
 
 

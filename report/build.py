@@ -8,6 +8,7 @@ from typing import Any
 
 from capture import report as capture_report
 from lab import compare
+from lab import runs as bench_runs
 from report import figures, published
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
@@ -204,6 +205,22 @@ def native_vs_docker_section(page: Page, inputs: Inputs) -> None:
         page.add(table)
 
 
+def repeated_runs_section(page: Page, inputs: Inputs) -> None:
+    page.add(Heading(2, "Run to run", "runs"))
+    rep = inputs.repeated
+    if rep is None:
+        page.add(Para("Run-to-run spread: not measured — run `make bench-runs` (whole runs repeated, "
+                      "modes alternating).", "missing"))
+        return
+    page.add(Para(bench_runs.explanation(rep["modes"], rep["runs_per_mode"]) + f" `make bench-runs`, {rep['date']}; "
+                  "runs: " + "; ".join(f"{m}: " + ", ".join(f) for m, f in rep["files"].items()) + "."))
+    for op, lines in bench_runs.tables(rep["summary"], rep["modes"]).items():
+        table = markdown_table(lines)
+        table.caption = f"{op} (µs)"
+        table.anchor = f"runs-{op}"
+        page.add(table)
+
+
 def study_section(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]:
     """The study's Tables 4-6 beside the lab; returns the ranking lines for the summary."""
     cite = study["citation"]
@@ -361,6 +378,7 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     context_section(page, inputs, head)
     latency_section(page, inputs)
     native_vs_docker_section(page, inputs)
+    repeated_runs_section(page, inputs)
     rankings = study_section(page, inputs, study)
     rankings += wire_section(page, inputs, study)
     page.add(Heading(2, "Sources", "sources"),

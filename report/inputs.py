@@ -18,6 +18,7 @@ class Inputs:
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # mode -> benchmark run
     wire: dict[str, Any] | None = None
     wire_netns: dict[str, Any] | None = None
+    repeated: dict[str, Any] | None = None  # make bench-runs: results/runs-latest.json
     sources: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable files
 
@@ -69,6 +70,7 @@ def load(results_dir: Path) -> Inputs:
     inputs.wire = _read(results_dir / "capture" / "wire.json", inputs, ("context", "new_connection"))
     inputs.wire_netns = _read(results_dir / "capture" / "wire-netns.json", inputs,
                               ("context", "new_connection"))
+    inputs.repeated = _read(results_dir / "runs-latest.json", inputs, ("summary", "modes", "runs_per_mode"))
     return inputs
 
 

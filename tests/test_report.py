@@ -24,6 +24,7 @@ from capture import report as capture_report
 from lab import settings
 from lab.context import run_context
 from lab.registry import discover
+from lab.runs import summarize as runs_summary
 from lab.statistics import summarize
 from report import published
 from report.__main__ import write
@@ -169,6 +170,7 @@ def test_report_names_what_is_missing(tmp_path):
     assert "wire capture at MTU 1,500 (veth namespace): not run" in md
     assert "**sse/flask** is in the lab now but not in this run" in md
     assert "Needs both modes; docker mode not run" in md
+    assert "Run-to-run spread: not measured — run `make bench-runs`" in md
     for op in ("insert", "fetch-one", "fetch-100"):
         assert f"{op}, native mode (µs)" in md
         assert "lab: docker mode not run" in md
@@ -189,6 +191,21 @@ def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
     assert "docker / native" in md  # lab.compare's table
     assert "userland proxy off" in md
     assert (tmp_path / "out" / "report-figures" / "wire.svg").exists()
+
+
+def test_report_shows_the_run_to_run_summary(tmp_path):
+    results = make_results(tmp_path / "results", docker=True)
+    native = json.loads((results / "benchmarks" / "native-latest.json").read_text())
+    docker = json.loads((results / "benchmarks" / "docker-latest.json").read_text())
+    summary = runs_summary({"native": [native, native], "docker": [docker, docker]})
+    (results / "runs-latest.json").write_text(json.dumps(
+        {"date": "2026-01-01T000000Z", "modes": ["native", "docker"], "runs_per_mode": 2,
+         "files": {"native": ["a.json", "b.json"], "docker": ["c.json", "d.json"]}, "summary": summary}))
+    md = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)[0][1].read_text()
+    assert "2 runs per mode, modes alternating (native, docker)" in md
+    cell = summary["insert"]["rest/flask"]
+    assert (f"| rest/flask | {cell['native']['median']:.0f} [{cell['native']['low']:.0f}–"
+            f"{cell['native']['high']:.0f}] |") in md
 
 
 # -- headless Chromium -------------------------------------------------------
