@@ -69,6 +69,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from lab.processes import terminate
+
 LOOPBACK_MTU = 65536
 # Linux "lo" is DLT_EN10MB: each frame starts with a fake all-zero 14-byte
 # Ethernet header that never exists on any wire.
@@ -348,13 +350,8 @@ class Capture:
     def _kill(self) -> None:
         """Stop our tshark (by PID) if still running; close the marker socket."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        if proc is not None:
+            terminate(proc, 5.0)
         if self._marker is not None:
             self._marker.close()
             self._marker = None

@@ -83,17 +83,27 @@ class Process:
             f"{self.name} not {what} within {timeout:.0f} s (last error: {last!r}):\n{self.log_tail()}")
 
     def stop(self, grace: float = 5.0) -> None:
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.pid, signal.SIGTERM)
-                self.popen.wait(grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.pid, signal.SIGKILL)
-                self.popen.wait(grace)
-            except ProcessLookupError:
-                pass
-        # Children that outlived their parent are still in the group.
+        terminate(self.popen, grace, group=True)
+
+
+def terminate(popen: subprocess.Popen, grace: float = 5.0, *, group: bool = False) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds. With
+    `group`, to the process group it leads: its children too, also those that
+    outlived it."""
+    def send(sig: signal.Signals) -> None:
         try:
-            os.killpg(self.pid, signal.SIGKILL)
+            if group:
+                os.killpg(popen.pid, sig)
+            else:
+                popen.send_signal(sig)
         except ProcessLookupError:
             pass
+    if popen.poll() is None:
+        send(signal.SIGTERM)
+        try:
+            popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            send(signal.SIGKILL)
+            popen.wait(grace)
+    if group:
+        send(signal.SIGKILL)

@@ -57,12 +57,9 @@ def _start_native(impl: Implementation, db: Database, logs: Path) -> tuple[Proce
             env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri,
                  "LAB_THREADS": str(settings.threads()), "PYTHONPATH": str(settings.ROOT)},
             cwd=settings.ROOT)
-
-        def healthy(endpoint: str = endpoint) -> bool:
-            check_health(impl.protocol, endpoint)
-            return True
         try:
-            process.wait_until(healthy, settings.STARTUP_TIMEOUT, "healthy")
+            process.wait_until(lambda e=endpoint: check_health(impl.protocol, e) or True,
+                               settings.STARTUP_TIMEOUT, "healthy")
             return process, endpoint
         except ProcessFailed:
             process.stop()

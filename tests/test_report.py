@@ -10,7 +10,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,7 @@ import pytest
 from capture import report as capture_report
 from lab import settings
 from lab.context import run_context
+from lab.processes import Process
 from lab.registry import discover
 from lab.runs import summarize as runs_summary
 from lab.statistics import summarize
@@ -275,18 +275,17 @@ def test_report_renders_in_headless_chromium(tmp_path):
     results = make_results(tmp_path / "results", docker=True)
     paths, _ = write(results, results, head="0" * 40, discovered=NAMES)
     profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
-    log = (tmp_path / "chromium.log").open("wb")
-    proc = subprocess.Popen(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-         f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
-         "--window-size=1280,900", "about:blank"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    # Its own process group, stopped with its helpers (zygote, renderer) by Process.stop.
+    chromium = Process("chromium", [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
+        "--window-size=1280,900", "about:blank"], tmp_path / "chromium.log")
     try:
         port_file = Path(profile) / "DevToolsActivePort"
         deadline = time.monotonic() + 20
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
-            assert proc.poll() is None, f"chromium exited: {(tmp_path / 'chromium.log').read_text()[-2000:]}"
+            assert chromium.popen.poll() is None, f"chromium exited: {chromium.log_tail()}"
             assert time.monotonic() < deadline, "chromium did not open its DevTools port"
             time.sleep(0.05)
         port = port_file.read_text().split()[0]
@@ -305,17 +304,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
         finally:
             dt.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        try:  # its helper processes (zygote, renderer), in the group it leads
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        log.close()
+        chromium.stop(grace=10)
 
     errors = [e for e in dt.events
               if e.get("method") == "Runtime.exceptionThrown"
