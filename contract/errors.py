@@ -1,24 +1,29 @@
 """The contract's errors and how each protocol spells them.
 
-One table, read by every server (to answer) and every client (to raise the
+One table, as data in contract/contract.json (read by the services of every
+language), read by every server (to answer) and every client (to raise the
 same ContractError whatever the protocol).
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+CONTRACT: dict[str, Any] = json.loads((Path(__file__).parent / "contract.json").read_text())
+ERRORS: dict[str, dict[str, Any]] = CONTRACT["errors"]
+
 NOT_FOUND = "NOT_FOUND"
 INVALID_ARGUMENT = "INVALID_ARGUMENT"
 RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"  # oversize request
 UNAVAILABLE = "UNAVAILABLE"  # database down
+DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"  # database too slow
 INTERNAL = "INTERNAL"  # a server bug; never expected
+assert {NOT_FOUND, INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL} == set(ERRORS)
 
-HTTP_STATUS = {
-    NOT_FOUND: 404,
-    INVALID_ARGUMENT: 400,
-    RESOURCE_EXHAUSTED: 413,
-    UNAVAILABLE: 503,
-    INTERNAL: 500,
-}
+HTTP_STATUS: dict[str, int] = {code: row["http"] for code, row in ERRORS.items()}
+GRPC_STATUS: dict[str, str] = {code: row["grpc"] for code, row in ERRORS.items()}
 CODE_OF_HTTP_STATUS = {status: code for code, status in HTTP_STATUS.items()}
 
 
@@ -55,7 +60,11 @@ class Unavailable(ContractError):
     code = UNAVAILABLE
 
 
-_BY_CODE = {c.code: c for c in (NotFound, InvalidArgument, ResourceExhausted, Unavailable)}
+class DeadlineExceeded(Unavailable):
+    code = DEADLINE_EXCEEDED
+
+
+_BY_CODE = {c.code: c for c in (NotFound, InvalidArgument, ResourceExhausted, Unavailable, DeadlineExceeded)}
 
 
 def error_for(code: str, message: str, native: object = None) -> ContractError:

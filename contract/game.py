@@ -1,8 +1,10 @@
 """The Game resource: its 29 dataset fields, their types, and validation.
 
-Types are those of data/steam/README.md. Validation is strict (every field
-present, exact JSON types, no unknown fields) because it is also what keeps a
-MongoDB operator such as {"$ne": null} out of every query and document.
+Fields, types and limits are data, in contract/contract.json, which the
+services of every language read; types are those of data/steam/README.md.
+Validation is strict (every field present, exact JSON types, no unknown
+fields) because it is also what keeps a MongoDB operator such as
+{"$ne": null} out of every query and document.
 """
 
 from __future__ import annotations
@@ -10,59 +12,28 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contract.errors import InvalidArgument, ResourceExhausted
+from contract.errors import CONTRACT, InvalidArgument, ResourceExhausted
 
 STR, STR_LIST, BOOL, NULLABLE_BOOL, LANGUAGE_DETAILS = (
     "string", "list of string", "bool", "bool or null", "list of language detail",
 )
 
-# Field order is the dataset's most common key order.
-FIELDS: dict[str, str] = {
-    "link": STR,
-    "name": STR,
-    "header_image": STR,
-    "genre": STR,
-    "developer": STR_LIST,
-    "release_date": STR,
-    "reviews": STR,
-    "current_players": STR,
-    "peak_today": STR,
-    "anti_cheat": STR,
-    "metacritic": STR,
-    "drm_notes": STR,
-    "type_game": STR,
-    "notes": STR,
-    "safe": STR,
-    "status": STR,
-    "last_updated": STR,
-    "added_at": STR,
-    "description": STR,
-    "has_paid_dlc": BOOL,
-    "publisher": STR_LIST,
-    "anti_cheat_note": STR,
-    "is_kernel_ac": NULLABLE_BOOL,
-    "platforms": STR_LIST,
-    "languages": STR_LIST,
-    "language_details": LANGUAGE_DETAILS,
-    "tags": STR_LIST,
-    "is_dead": BOOL,
-    "zero_player_since": STR,
-}
-LANGUAGE_DETAIL_FIELDS: dict[str, str] = {
-    "name": STR, "interface": BOOL, "audio": BOOL, "subtitles": BOOL,
-}
+# Field order is the dataset's most common key order (JSON objects keep it).
+FIELDS: dict[str, str] = CONTRACT["fields"]
+LANGUAGE_DETAIL_FIELDS: dict[str, str] = CONTRACT["language_detail_fields"]
 
 # Seeded games use the Steam appid; created games get a 24-hex-digit ObjectId.
-ID_PATTERN = r"^(?:[0-9]{1,12}|[0-9a-f]{24})$"
+ID_PATTERN: str = CONTRACT["id_pattern"]
 _ID_RE = re.compile(ID_PATTERN)
 APPID_RE = re.compile(r"^https://store\.steampowered\.com/app/(\d+)/?$")
 
 # The largest game in the dataset encodes to ~10 KB; 64 KiB leaves room and
 # bounds what a request can make a server parse.
-MAX_REQUEST_BYTES = 64 * 1024
-MAX_LIST_LIMIT = 1000
-DEFAULT_LIST_LIMIT = 100
-MAX_OFFSET = 1_000_000_000
+LIMITS: dict[str, int] = CONTRACT["limits"]
+MAX_REQUEST_BYTES = LIMITS["max_request_bytes"]
+MAX_LIST_LIMIT = LIMITS["max_list_limit"]
+DEFAULT_LIST_LIMIT = LIMITS["default_list_limit"]
+MAX_OFFSET = LIMITS["max_offset"]
 
 
 def appid_of(game: dict[str, Any]) -> str:
@@ -73,7 +44,7 @@ def appid_of(game: dict[str, Any]) -> str:
 
 
 def check_id(game_id: Any) -> str:
-    if type(game_id) is not str or not _ID_RE.match(game_id):
+    if type(game_id) is not str or not _ID_RE.fullmatch(game_id):
         raise InvalidArgument(
             f"invalid id {game_id!r}: expected 1-12 digits or 24 hex digits"
         )

@@ -1,7 +1,7 @@
 """Docker mode: the lab's stack from compose.yaml, one switch away from native.
 
     with running_stack() as lab:      # what lab.stack.running_lab yields for LAB_MODE=docker
-        client = lab.client("rest/flask")
+        client = lab.client("rest/python_flask")
 
 `running_stack` ensures a Docker daemon (lab.dockerd: an answering one, else
 a private one with --userland-proxy=false), chooses the images, builds the
@@ -90,7 +90,7 @@ def startup_timeout() -> float:
 
 
 def service_name(impl: Implementation) -> str:
-    """Compose service (and image) name: rest/flask -> rest-flask."""
+    """Compose service (and image) name: rest/python_flask -> rest-python-flask."""
     return impl.name.replace("/", "-").replace("_", "-").lower()
 
 

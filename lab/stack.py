@@ -1,7 +1,7 @@
 """Bring the whole lab up — database and services — and down again.
 
     with running_lab() as lab:
-        client = lab.client("rest/flask")
+        client = lab.client("rest/python_flask")
 
 Everything started here is stopped on the way out, by process id, whatever
 happened inside the block.
@@ -38,7 +38,7 @@ class Lab:
         return next(i for i in self.implementations if i.name == name)
 
     def client(self, name: str) -> GameClient:
-        """A new client of `name` ("rest/flask", ... or "direct"), connected."""
+        """A new client of `name` ("rest/python_flask", ... or "direct"), connected."""
         if name == "direct":
             return connect("direct", self.database.uri)
         return connect(self.implementation(name).protocol, self.endpoints[name])

@@ -31,7 +31,7 @@ def test_proto_game_has_exactly_the_contract_fields():
 
 def test_schema_graphql_is_the_served_schema(monkeypatch):
     monkeypatch.setenv("MONGODB_URI", "mongodb://127.0.0.1:9/?directConnection=true")
-    from services.graphql.graphene.schema import schema
+    from services.graphql.python_graphene.schema import schema
     text = (CONTRACT / "schema.graphql").read_text()
     body = "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
     assert body == str(schema).strip()

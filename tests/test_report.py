@@ -203,8 +203,8 @@ def test_report_shows_the_run_to_run_summary(tmp_path):
          "files": {"native": ["a.json", "b.json"], "docker": ["c.json", "d.json"]}, "summary": summary}))
     md = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)[0][1].read_text()
     assert "2 runs per mode, modes alternating (native, docker)" in md
-    cell = summary["insert"]["rest/flask"]
-    assert (f"| rest/flask | {cell['native']['median']:.0f} [{cell['native']['low']:.0f}–"
+    cell = summary["insert"]["rest/python_flask"]
+    assert (f"| rest/python_flask | {cell['native']['median']:.0f} [{cell['native']['low']:.0f}–"
             f"{cell['native']['high']:.0f}] |") in md
 
 

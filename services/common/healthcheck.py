@@ -1,6 +1,6 @@
 """Container health check: one `health` call through the lab's own client.
 
-    SERVICE=rest/flask PORT=8000 python -m services.common.healthcheck
+    SERVICE=rest/python_flask PORT=8000 python -m services.common.healthcheck
 
 Exit status 0 only if the service answered its protocol's health operation
 (which reaches MongoDB); an open port alone is not enough.

@@ -17,7 +17,7 @@ from contract.codec import dumps, loads
 from contract.errors import CODE_OF_HTTP_STATUS, HTTP_STATUS, INVALID_ARGUMENT, ContractError
 from services.common.http_body import read_body
 from services.common.store import Store
-from services.graphql.graphene.schema import schema
+from services.graphql.python_graphene.schema import schema
 
 app = Flask(__name__)
 store = Store()
