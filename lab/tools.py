@@ -1,0 +1,50 @@
+"""External programs the lab installs once into its cache and reuses.
+
+    from lab.tools import k6
+    k6()  # Path of the k6 binary, built with `go install` on first use (~2 min)
+
+Each is built from its own registry (here the Go module proxy) at a pinned
+version, under a lock so that two runs starting at once build it once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from lab import settings
+
+K6_MODULE = "go.k6.io/k6"
+K6_VERSION = "v1.8.1"
+
+
+def go_install(module: str, version: str, binary: str) -> Path:
+    """`go install module@version` into the lab's cache; the path of `binary`."""
+    root = settings.cache_dir() / f"{binary}-{version}"
+    path = root / "bin" / binary
+    if path.exists():
+        return path
+    go = shutil.which("go")
+    if go is None:
+        raise SystemExit(f"{binary} {version} is built with Go (go install {module}@{version}); "
+                         "install Go from https://go.dev/dl/ or your distribution, then run again.")
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            print(f"protolab: building {binary} {version} into {root} (once; about 2 minutes)", flush=True)
+            env = {**os.environ, "GOBIN": str(root / "bin"), "CGO_ENABLED": "0"}
+            subprocess.run([go, "install", f"{module}@{version}"], check=True, env=env, timeout=1800)
+    return path
+
+
+def k6() -> Path:
+    return go_install(K6_MODULE, K6_VERSION, "k6")
+
+
+def k6_version() -> str:
+    out = subprocess.run([str(k6()), "version"], capture_output=True, text=True, timeout=30).stdout
+    return out.strip().splitlines()[0] if out.strip() else K6_VERSION
