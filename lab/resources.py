@@ -1,0 +1,118 @@
+"""CPU time and memory of the lab's processes, each with its threads and children.
+
+    before = cpu_times({"rest/python_flask": pid, "database": db_pid})
+    ... the timed work ...
+    used = cpu_delta(before, cpu_times(...))        # {name: CPU seconds}
+
+    with Sampler({"rest/python_flask": pid}) as sampler:   # 1 Hz, in a thread
+        ... a load run ...
+    sampler.summary()   # {name: {cpu_percent_mean, cpu_s, rss_max, rss_mean, samples}}
+
+A process tree is its root and every descendant alive at the moment of the
+reading, so gunicorn's workers and a Node.js or Go server's threads count.
+In Docker mode the lab passes the containers' main processes as seen from
+the host (docker inspect's State.Pid): their trees are the containers' work.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import psutil
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process tree so far (children that have
+    exited and been waited for are counted by their parent's children_* times)."""
+    total = 0.0
+    for proc in _tree(pid):
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def rss_bytes(pid: int) -> int:
+    total = 0
+    for proc in _tree(pid):
+        try:
+            total += proc.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def cpu_times(pids: dict[str, int]) -> dict[str, float]:
+    """{name: CPU seconds so far}; this process is "client" unless named."""
+    out = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    if "client" not in out:
+        t = psutil.Process(os.getpid()).cpu_times()
+        out["client"] = t.user + t.system
+    return out
+
+
+def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {name: after[name] - before[name] for name in before if name in after}
+
+
+class Sampler:
+    """CPU % of one core and RSS of each named process tree, every `interval` s."""
+
+    def __init__(self, pids: dict[str, int], interval: float = 1.0):
+        self.pids = dict(pids)
+        self.interval = interval
+        self.samples: dict[str, list[tuple[float, float, int]]] = {n: [] for n in self.pids}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="protolab-sampler", daemon=True)
+        self._start_cpu: dict[str, float] = {}
+        self._start = 0.0
+        self.elapsed = 0.0
+        self.cpu_s: dict[str, float] = {}
+
+    def _run(self) -> None:
+        last = {n: (time.monotonic(), cpu_seconds(p)) for n, p in self.pids.items()}
+        while not self._stop.wait(self.interval):
+            for name, pid in self.pids.items():
+                now, cpu = time.monotonic(), cpu_seconds(pid)
+                t0, c0 = last[name]
+                percent = 100.0 * (cpu - c0) / (now - t0) if now > t0 else 0.0
+                self.samples[name].append((now, percent, rss_bytes(pid)))
+                last[name] = (now, cpu)
+
+    def __enter__(self) -> Sampler:
+        self._start = time.monotonic()
+        self._start_cpu = {n: cpu_seconds(p) for n, p in self.pids.items()}
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.elapsed = time.monotonic() - self._start
+        self.cpu_s = {n: cpu_seconds(p) - self._start_cpu[n] for n, p in self.pids.items()}
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for name, rows in self.samples.items():
+            rss = [r for _, _, r in rows]
+            out[name] = {
+                "cpu_s": self.cpu_s.get(name, 0.0),
+                "cpu_percent_mean": 100.0 * self.cpu_s.get(name, 0.0) / self.elapsed if self.elapsed else 0.0,
+                "cpu_percent_max": max((p for _, p, _ in rows), default=0.0),
+                "rss_max": max(rss, default=0), "rss_mean": sum(rss) / len(rss) if rss else 0,
+                "samples": len(rows),
+            }
+        return out
