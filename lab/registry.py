@@ -120,7 +120,8 @@ class Implementation:
     def input_files(self) -> list[Path]:
         files: set[Path] = set()
         for pattern in self.build_inputs:
-            for path in ROOT.glob(pattern):
+            # Python 3.11's glob("dir/**") yields directories only: "dir/**/*" has the files.
+            for path in ROOT.glob(pattern + "/*" if pattern.endswith("**") else pattern):
                 if path.is_file() and "node_modules" not in path.parts:
                     files.add(path)
         return sorted(files)
