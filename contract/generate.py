@@ -30,7 +30,7 @@ GO_PLUGINS = {  # binary: (module, version); protoc-gen-go matches google.golang
     "protoc-gen-go": ("google.golang.org/protobuf/cmd/protoc-gen-go", "v1.36.12"),
     "protoc-gen-go-grpc": ("google.golang.org/grpc/cmd/protoc-gen-go-grpc", "v1.6.2"),
 }
-GQLGEN_CONFIG = "graphql/go_gqlgen/gqlgen.yml"  # relative to services/
+GQLGEN_DIR = ROOT / "services" / "graphql" / "go_gqlgen"  # its gqlgen.yml
 
 
 def generate(out_dir: Path) -> dict[str, str]:
@@ -73,8 +73,7 @@ def main() -> int:
         GO_DIR.mkdir(parents=True, exist_ok=True)
         for name, text in generate_go(Path(tmp)).items():
             (GO_DIR / name).write_text(text)
-    subprocess.run(["go", "tool", "gqlgen", "generate", "--config", GQLGEN_CONFIG],
-                   cwd=ROOT / "services", check=True, timeout=600)
+    subprocess.run(["go", "tool", "gqlgen", "generate"], cwd=GQLGEN_DIR, check=True, timeout=600)
     return 0
 
 
