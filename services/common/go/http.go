@@ -1,8 +1,13 @@
 package common
 
 import (
+	"context"
 	"io"
+	"log"
 	"net/http"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // ReadBody reads a request body under the contract's size limit, as
@@ -31,4 +36,36 @@ func WriteJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// HealthHandler answers GET /health: {"status":"ok"} when the database
+// answers a ping, else the contract's error as {"error": {"code", "message"}}.
+func HealthHandler(c *Contract, s *Store) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Health(r.Context()); err != nil {
+			e := AsError(err)
+			WriteJSON(w, c.HTTPStatus(e.Code), MarshalJSON(bson.D{{Key: "error", Value: bson.D{
+				{Key: "code", Value: e.Code}, {Key: "message", Value: e.Message}}}}))
+			return
+		}
+		WriteJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	}
+}
+
+// ServeHTTP serves handler on HOST:PORT with net/http until SIGTERM or
+// SIGINT (a goroutine per connection; HTTP/1.1, and h2c where the handler
+// offers it).
+func ServeHTTP(handler http.Handler) {
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+	ctx, stop := Stopping()
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdown)
+	}()
+	if err := server.Serve(Listen()); err != http.ErrServerClosed {
+		log.Fatal(err)
+	}
 }

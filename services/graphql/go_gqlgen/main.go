@@ -13,11 +13,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log"
 	"net/http"
-	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -42,18 +39,7 @@ func main() {
 	mux.HandleFunc("POST /graphql", s.graphql)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("/", s.unrouted)
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	ctx, stop := common.Stopping()
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = server.Shutdown(shutdown)
-	}()
-	if err := server.Serve(common.Listen()); err != http.ErrServerClosed {
-		log.Fatal(err)
-	}
+	common.ServeHTTP(mux)
 }
 
 type service struct {

@@ -4,12 +4,9 @@
 package main
 
 import (
-	"context"
-	"log"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -25,23 +22,12 @@ func main() {
 	contract, store := common.Setup()
 	defer store.Close()
 	s := &service{contract: contract, store: store}
-	server := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 30 * time.Second}
-	ctx, stop := common.Stopping()
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = server.Shutdown(shutdown)
-	}()
-	if err := server.Serve(common.Listen()); err != http.ErrServerClosed {
-		log.Fatal(err)
-	}
+	common.ServeHTTP(s.routes())
 }
 
 func (s *service) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /health", common.HealthHandler(s.contract, s.store))
 	mux.HandleFunc("POST /games", s.create)
 	mux.HandleFunc("GET /games", s.list)
 	mux.HandleFunc("GET /games/{id}", s.get)
@@ -113,14 +99,6 @@ func intArg(r *http.Request, name string, def int64) (int64, error) {
 		n = 1<<63 - 1
 	}
 	return n, nil
-}
-
-func (s *service) health(w http.ResponseWriter, r *http.Request) {
-	if err := s.store.Health(r.Context()); err != nil {
-		s.fail(w, err)
-		return
-	}
-	common.WriteJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 }
 
 func (s *service) create(w http.ResponseWriter, r *http.Request) {
