@@ -6,6 +6,7 @@ import (
 	"log"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The WebSocket message protocol (contract/ws-protocol.md), the same for
@@ -21,20 +22,37 @@ var WSOperations = map[string][]string{
 	"update": {"id", "game"},
 	"delete": {"id"},
 	"health": {},
+	// Echo and broadcast (Fernando & Engel), push subscriptions (push.md).
+	"echo":        {"payload"},
+	"broadcast":   {"payload"},
+	"subscribe":   {"feed", "batch", "rate", "count", "last_event_id"},
+	"unsubscribe": {"feed"},
 }
 
-var wsOptional = map[string]bool{"limit": true, "offset": true}
+var wsOptional = map[string]bool{"limit": true, "offset": true, "batch": true, "rate": true, "count": true,
+	"last_event_id": true}
 
-// WSHandler answers WebSocket requests from the store.
+// WSHandler answers WebSocket requests from the store; it knows every open
+// connection of the process (broadcast reaches them all).
 type WSHandler struct {
 	Contract *Contract
 	Store    *Store
+	Push     *Push // nil: no push section in the contract, subscribe is refused
+
+	mu       sync.RWMutex
+	sessions map[*WSSession]struct{}
 }
 
-// Handle answers one message (a text or binary frame's payload).
-func (h *WSHandler) Handle(ctx context.Context, message []byte) []byte {
+// Handle answers one message (a text or binary frame's payload); after,
+// when not nil, is to be called once the reply is written (it starts a
+// subscription's feed, whose messages must follow the reply).
+func (s *WSSession) Handle(ctx context.Context, message []byte) (reply []byte, after func()) {
 	var requestID any
-	result, err := h.handle(ctx, message, &requestID)
+	result, err := s.handle(ctx, message, &requestID, &after)
+	return s.h.reply(requestID, result, err), after
+}
+
+func (h *WSHandler) reply(requestID, result any, err error) []byte {
 	reply := make([]byte, 0, 512)
 	reply = append(reply, `{"request_id":`...)
 	reply = AppendJSON(reply, requestID)
@@ -54,7 +72,8 @@ func (h *WSHandler) Handle(ctx context.Context, message []byte) []byte {
 	return append(reply, '}')
 }
 
-func (h *WSHandler) handle(ctx context.Context, message []byte, requestID *any) (any, error) {
+func (s *WSSession) handle(ctx context.Context, message []byte, requestID *any, after *func()) (any, error) {
+	h := s.h
 	decoded, err := DecodeJSON(message)
 	if err != nil {
 		return nil, Errorf(InvalidArgument, "malformed JSON message: %v", err)
@@ -126,6 +145,18 @@ func (h *WSHandler) handle(ctx context.Context, message []byte, requestID *any) 
 		return h.Store.Update(ctx, params["id"], params["game"])
 	case "delete":
 		return nil, h.Store.Delete(ctx, params["id"])
+	case "echo":
+		return rawPayload(message)
+	case "broadcast":
+		payload, err := rawPayload(message)
+		if err != nil {
+			return nil, err
+		}
+		return s.broadcast(payload), nil
+	case "subscribe":
+		return s.subscribe(ctx, params, after)
+	case "unsubscribe":
+		return nil, s.unsubscribe(params["feed"])
 	default: // health
 		return nil, h.Store.Health(ctx)
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"log"
 	"net/http"
 	"time"
 
@@ -18,7 +19,11 @@ const writeTimeout = 10 * time.Second
 func main() {
 	contract, store := common.Setup()
 	defer store.Close()
-	handler := &common.WSHandler{Contract: contract, Store: store}
+	push, err := common.LoadPush()
+	if err != nil {
+		log.Printf("no push feeds: %v", err)
+	}
+	handler := &common.WSHandler{Contract: contract, Store: store, Push: push}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", common.HealthHandler(contract, store))
@@ -34,19 +39,32 @@ func main() {
 		// max_request_bytes is enforced per message with an error reply.
 		conn.SetReadLimit(int64(contract.Limits.MaxFrameBytes))
 		ctx := r.Context()
+		sender := sender{conn: conn}
+		session := handler.Open(sender)
+		defer session.Close()
 		for {
 			_, message, err := conn.Read(ctx)
 			if err != nil {
 				return
 			}
-			reply := handler.Handle(ctx, message)
-			write, cancel := context.WithTimeout(ctx, writeTimeout)
-			err = conn.Write(write, websocket.MessageText, reply)
-			cancel()
-			if err != nil {
+			reply, after := session.Handle(ctx, message)
+			if err := sender.Send(ctx, reply); err != nil {
 				return
+			}
+			if after != nil {
+				after()
 			}
 		}
 	})
 	common.ServeHTTP(mux)
+}
+
+// sender writes whole messages; coder/websocket's Write is safe for
+// concurrent use (replies, pushes and broadcasts share the connection).
+type sender struct{ conn *websocket.Conn }
+
+func (s sender) Send(ctx context.Context, message []byte) error {
+	write, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	return s.conn.Write(write, websocket.MessageText, message)
 }
