@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -31,9 +32,12 @@ func (c *Contract) ReadBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// WriteJSON writes a compact JSON body (AppendJSON) with a status.
+// WriteJSON writes a compact JSON body (AppendJSON) with a status and a
+// Content-Length (as gunicorn sends it; net/http would chunk bodies over
+// 2 KiB, adding framing bytes the Python services do not send).
 func WriteJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
