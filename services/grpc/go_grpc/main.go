@@ -54,7 +54,7 @@ func main() {
 	server.RegisterService(strictDesc(&pb.Games_ServiceDesc), s)
 	healthServer := health.NewServer()
 	healthServer.SetServingStatus(pb.Games_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(server, healthServer)
+	healthpb.RegisterHealthServer(server, databaseHealth{healthServer, store})
 	reflection.Register(server)
 
 	ctx, stop := common.Stopping()
@@ -67,6 +67,21 @@ func main() {
 	if err := server.Serve(common.Listen()); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// databaseHealth is grpc.health.v1 whose Check also pings the database, as
+// the Health RPC does: NOT_SERVING while it does not answer.
+type databaseHealth struct {
+	*health.Server
+	store *common.Store
+}
+
+func (h databaseHealth) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	resp, err := h.Server.Check(ctx, req)
+	if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING && h.store.Health(ctx) != nil {
+		return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING}, nil
+	}
+	return resp, err
 }
 
 // strictDesc wraps each method's decoder: the request arrives as raw bytes
