@@ -187,6 +187,7 @@ class K6Run:
         self.log = self.dir / "k6.log"
         self.popen: subprocess.Popen | None = None
         self.started = 0.0
+        self.cpu_s: float | None = None
 
     def argv(self) -> list[str]:
         from load.operations import script
@@ -221,12 +222,19 @@ class K6Run:
         return self.popen.pid
 
     def wait(self, timeout: float) -> int:
+        """Wait for k6 to exit; its own CPU seconds (user + system, every
+        thread) from the kernel's account at exit land in self.cpu_s."""
         assert self.popen is not None
-        try:
-            return self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            terminate(self.popen, group=True)
-            raise RuntimeError(f"k6 did not finish within {timeout:.0f} s; log: {self.log}") from None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status, usage = os.wait4(self.popen.pid, os.WNOHANG)
+            if pid:
+                self.cpu_s = usage.ru_utime + usage.ru_stime
+                self.popen.returncode = os.waitstatus_to_exitcode(status)
+                return self.popen.returncode
+            time.sleep(0.05)
+        terminate(self.popen, group=True)
+        raise RuntimeError(f"k6 did not finish within {timeout:.0f} s; log: {self.log}")
 
     def stop(self) -> None:
         if self.popen is not None:

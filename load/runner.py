@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from clients import check_health
 from lab.registry import Implementation
-from lab.resources import Sampler, cpu_seconds
+from lab.resources import Sampler
 from lab.settings import threads
 from lab.stack import Lab
 from load import k6, operations
@@ -127,7 +128,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     if pinning and pinning.enabled:
         for pid in pids.values():
             pin_tree(pid, pinning.services)
-    settle(pids[impl.name])
+    settled_s = settle(lab, impl)
     offset = time.time() - time.monotonic()
     for r in runs:
         r.start()
@@ -153,33 +154,47 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     for r in runs:
         samples.merge(k6.read_samples(r.csv, protocol, window_us))
     window = (window_us[0] / 1e6, min(window_us[1], (samples.last_us or 0) + 1) / 1e6)
-    return _row(impl, s, model, clients, rate, calls, samples, window, sampler, offset, pinning, n,
-                [r.log_tail() for r in runs if r.popen and r.popen.returncode not in (0, None)])
+    row = _row(impl, s, model, clients, rate, calls, samples, window, sampler, offset, pinning, n,
+               [r.log_tail() for r in runs if r.popen and r.popen.returncode not in (0, None)],
+               {f"generator{i}" if n > 1 else "generator": r.cpu_s for i, r in enumerate(runs)})
+    row["settled_before_s"] = settled_s
+    return row
 
 
 def _frac(i: int, n: int) -> str:
     return "0" if i == 0 else "1" if i == n else f"{i}/{n}"
 
 
-def settle(pid: int, idle_percent: float = 10.0, timeout: float = 60.0) -> None:
+def settle(lab: Lab, impl: Implementation, prompt_s: float = 0.25, timeout: float = 90.0) -> float:
     """Wait until the service has worked off what an earlier run left queued
-    (its CPU below `idle_percent` of a core over 0.3 s), within `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        before = cpu_seconds(pid)
-        time.sleep(0.3)
-        if 100 * (cpu_seconds(pid) - before) / 0.3 < idle_percent:
-            return
+    (requests of clients that have gone): until a health call is answered
+    within `prompt_s`, at most `timeout` s. Returns the seconds waited."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        t = time.monotonic()
+        try:
+            check_health(impl.protocol, lab.endpoints[impl.name])
+        except Exception:  # still busy (timed out): ask again
+            pass
+        else:
+            if time.monotonic() - t < prompt_s:
+                break
+        time.sleep(0.2)
+    return round(time.monotonic() - began, 2)
 
 
 def _row(impl: Implementation, s: Settings, model: str, clients: int, rate: float | None,
          calls: int | None, samples: k6.Samples, window: tuple[float, float], sampler: Sampler,
-         offset: float, pinning: Pinning | None, segments: int, k6_failures: list[str]) -> dict[str, Any]:
+         offset: float, pinning: Pinning | None, segments: int, k6_failures: list[str],
+         exit_cpu: dict[str, float | None]) -> dict[str, Any]:
     length = window[1] - window[0]
     ops_window = samples.ops
     summary = sampler.summary()
     resources: dict[str, Any] = {}
     for name, stats in summary.items():
+        if exit_cpu.get(name) is not None:  # k6 has exited: the kernel's account, not the sampler's
+            stats = {**stats, "cpu_s": exit_cpu[name],
+                     "cpu_percent_mean": 100 * exit_cpu[name] / sampler.elapsed if sampler.elapsed else 0.0}
         # Samples of a process still alive (a k6 that has exited reads as 0 B).
         in_window = [p for t, p, rss in sampler.samples[name]
                      if rss and window[0] <= t + offset <= window[1] + 0.5]
