@@ -33,7 +33,7 @@ GENERATOR_CPU_LIMIT = 0.60   # of the generator's cores
 P99_LIMIT_MS = 50.0          # the open model's knee: the highest rate held at p99 ≤ this
 HELD_FRACTION = 0.95         # ... answering at least this share of the offered rate, no errors
 CLOSED_CLIENTS = (10, 50, 100, 500, 1000)
-MAX_RUN_S = 30.0             # warm-up + window of one run, at most
+MAX_RUN_S = 12.0             # warm-up + window of one run, at most
 
 
 @dataclass
@@ -209,19 +209,8 @@ def _row(impl: Implementation, s: Settings, model: str, clients: int, rate: floa
     generators = [n for n in resources if n.startswith("generator")]
     generator_cores = len(pinning.generator) if pinning and pinning.enabled else _cores()
     generator_cpu = sum(resources[g]["cpu_percent"] for g in generators)  # all k6 processes together
-    reasons = []
-    if samples.dropped_iterations:
-        reasons.append(f"k6 dropped {samples.dropped_iterations} iterations (it could not start them on time)")
-    if generator_cpu > 100 * GENERATOR_CPU_LIMIT * generator_cores:
-        reasons.append(f"the generator used {generator_cpu:.0f} % CPU, over {GENERATOR_CPU_LIMIT:.0%} of its "
-                       f"{generator_cores} core(s)")
-    if ops_window == 0:
-        reasons.append("no request answered in the steady window")
-    elif model == "closed" and ops_window < clients:
-        reasons.append(f"{ops_window} requests answered in the window for {clients} clients: "
-                       f"not a steady state (the window is capped at {MAX_RUN_S:.0f} s a run)")
-    if k6_failures:
-        reasons.append("k6 exited with an error: " + k6_failures[0][-300:])
+    reasons = judge(model, clients, ops_window, samples.dropped_iterations, generator_cpu, generator_cores,
+                    k6_failures)
     return {
         "implementation": impl.name, "protocol": impl.protocol, "operation": s.operation,
         "model": model, "clients": clients, "rate": rate, "calls_per_client": calls,
@@ -239,6 +228,25 @@ def _row(impl: Implementation, s: Settings, model: str, clients: int, rate: floa
         "valid": not reasons, "invalid_reasons": reasons,
         "histogram": k6.encode(samples.histogram),
     }
+
+
+def judge(model: str, clients: int, ops_window: int, dropped: int, generator_cpu: float,
+          generator_cores: int, k6_failures: list[str] | None = None) -> list[str]:
+    """The invalid-run rule: why a run's figures are not the service's ([] = valid)."""
+    reasons = []
+    if dropped:
+        reasons.append(f"k6 dropped {dropped} iterations (it could not start them on time)")
+    if generator_cpu > 100 * GENERATOR_CPU_LIMIT * generator_cores:
+        reasons.append(f"the generator used {generator_cpu:.0f} % CPU, over {GENERATOR_CPU_LIMIT:.0%} of its "
+                       f"{generator_cores} core(s)")
+    if ops_window == 0:
+        reasons.append("no request answered in the steady window")
+    elif model == "closed" and ops_window < clients:
+        reasons.append(f"{ops_window} requests answered in the window for {clients} clients: "
+                       f"not a steady state (the window is capped at {MAX_RUN_S:.0f} s a run)")
+    if k6_failures:
+        reasons.append("k6 exited with an error: " + k6_failures[0][-300:])
+    return reasons
 
 
 def _cores() -> int:

@@ -1,8 +1,8 @@
 // WebSocket (contract/ws-protocol.md) with k6/websockets: each VU opens one
 // connection and keeps it for its whole iteration.
 //
-//   closed model (plan.rate absent): send, wait for the reply, send the next,
-//     until plan.calls replies or plan.duration_s seconds;
+//   closed model (plan.rate absent): send, wait for the reply (and
+//     plan.think_ms), send the next, until plan.calls replies or plan.duration_s seconds;
 //   open model (plan.rate: requests/s for all VUs): each connection sends on
 //     a fixed schedule without waiting for replies (request_id matches
 //     them), and latency counts from the scheduled send time, so a slow
@@ -81,7 +81,9 @@ export default function () {
     }
     answered++;
     if (!plan.rate) {
-      if (answered >= limit || t >= deadline) { finish(); } else { send(now()); }
+      if (answered >= limit || t >= deadline) { finish(); } else if (plan.think_ms) {
+        setTimeout(() => send(now()), plan.think_ms);  // a client that pauses between requests
+      } else { send(now()); }
     }
   };
   ws.onerror = (e) => {
