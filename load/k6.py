@@ -224,17 +224,26 @@ class K6Run:
     def wait(self, timeout: float) -> int:
         """Wait for k6 to exit; its own CPU seconds (user + system, every
         thread) from the kernel's account at exit land in self.cpu_s."""
-        assert self.popen is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            pid, status, usage = os.wait4(self.popen.pid, os.WNOHANG)
-            if pid:
-                self.cpu_s = usage.ru_utime + usage.ru_stime
-                self.popen.returncode = os.waitstatus_to_exitcode(status)
-                return self.popen.returncode
+            code = self.poll()
+            if code is not None:
+                return code
             time.sleep(0.05)
         terminate(self.popen, group=True)
         raise RuntimeError(f"k6 did not finish within {timeout:.0f} s; log: {self.log}")
+
+    def poll(self) -> int | None:
+        """k6's exit code once it has exited (reaping it with its CPU account), else None."""
+        assert self.popen is not None
+        if self.popen.returncode is not None:
+            return self.popen.returncode
+        pid, status, usage = os.wait4(self.popen.pid, os.WNOHANG)
+        if not pid:
+            return None
+        self.cpu_s = usage.ru_utime + usage.ru_stime
+        self.popen.returncode = os.waitstatus_to_exitcode(status)
+        return self.popen.returncode
 
     def stop(self) -> None:
         if self.popen is not None:
