@@ -48,6 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="k6 processes splitting each run by execution segments (default 1)")
     p.add_argument("--netns", action="store_true",
                    help="services and generators in network namespaces joined by veth, MTU 1500")
+    p.add_argument("--calls", nargs="*", type=int,
+                   help="feathers: calls per connection (default 1 10 50 100; the study: up to 2000)")
     p.add_argument("--out", help="result file name (default: <scenario>-<date>.json)")
 
 

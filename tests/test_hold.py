@@ -132,7 +132,6 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
     request a second: the service holds all 1,000 at once and answers every
     request with its reply."""
     from load import k6, operations
-    impl = lab.implementation(name)
     plan = {"target": lab.endpoints[name], "request": operations.request("ws", lab.endpoints[name], "fetch-one"),
             "executor": {"executor": "per-vu-iterations", "vus": 1000, "iterations": 1,
                          "maxDuration": "120s"},
