@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{impl.name}: knee {knee if knee is not None else 'not found'} requests/s "
                       f"at p99 ≤ {args.p99_limit:g} ms")
             entry["seconds"] = round(time.monotonic() - t0, 1)
-            entry["concurrency"] = impl.manifest.get("concurrency", {})
+            entry["concurrency"] = impl.manifest.get("concurrency", "")
             results[impl.name] = entry
         context = run_context(lab.mode, lab.database, lab.implementations)
         context.update(load_context(args, s, pins))

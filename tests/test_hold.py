@@ -23,11 +23,11 @@ import pytest
 
 from clients import CLIENTS
 from lab import dataset
-from lab.registry import discover
+from lab.registry import select
 from lab.testing import IMPLEMENTATIONS
 
 TIMEOUT = 2.0
-HOLDING = [i.name for i in discover() if i.manifest.get("concurrency", {}).get("model") != "gthread"]
+HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)]
 NOT_HOLDING = sorted(set(IMPLEMENTATIONS) - set(HOLDING))
 WS_HOLDING = [n for n in HOLDING if n.startswith("ws/")]
 FIRST_BYTES = {  # what a client sends first, per protocol
@@ -62,8 +62,9 @@ def test_the_former_configuration_is_named():
     """The implementations left out below are exactly those whose manifest
     says they park a thread per connection."""
     for name in NOT_HOLDING:
-        impl = next(i for i in discover() if i.name == name)
-        assert impl.manifest["concurrency"]["model"] == "gthread"
+        impl = next(i for i in select() if i.name == name)
+        assert impl.manifest["load"]["holds_idle_connections"] is False
+        assert impl.manifest["concurrency"].startswith("gunicorn gthread")
 
 
 @pytest.mark.parametrize("name", HOLDING)
