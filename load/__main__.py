@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from typing import Any
 
@@ -63,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         from load import scenarios
         return scenarios.main(args)
     k6()  # built once, before anything starts
+    if args.netns and "LAB_HOST" not in os.environ:
+        os.environ["LAB_HOST"] = "0.0.0.0"  # bind every address: the generators dial their links' host side
     began = time.monotonic()
     pins = pinning.plan(not args.no_pin)
     s = runner.Settings(operation=args.operation, warmup_s=args.warmup, steady_s=args.duration,
@@ -100,7 +103,7 @@ def _network(args: argparse.Namespace, s: runner.Settings, lab: Any) -> Any:
     if not args.netns:
         return nullcontext()
     from load import netns
-    return netns.generator_namespaces(lab, s, max(2, args.generators))
+    return netns.generator_namespaces(s, max(2, args.generators))
 
 
 def load_context(args: argparse.Namespace, s: runner.Settings, pins: pinning.Pinning) -> dict[str, Any]:

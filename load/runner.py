@@ -45,7 +45,8 @@ class Settings:
     pinning: Pinning | None = None
     target_host: str | None = None       # dial this host instead of the one the service binds
     segments: int = 1                     # k6 processes, by execution segments
-    netns: list[str] = field(default_factory=list)  # generator namespaces (load.netns)
+    # Generator namespaces (load.netns): (namespace, the address it dials the services at).
+    netns: list[tuple[str, str]] = field(default_factory=list)
 
 
 def max_connections(impl: Implementation) -> int | None:
@@ -56,11 +57,14 @@ def max_connections(impl: Implementation) -> int | None:
     return int(value) if value is not None else None
 
 
-def endpoint(lab: Lab, impl: Implementation, s: Settings) -> str:
+def endpoint(lab: Lab, impl: Implementation, s: Settings, dial: str | None = None) -> str:
+    """The service's endpoint as a client dials it: the bind address (LAB_HOST)
+    replaced by `dial` or --target-host when given."""
     url = lab.endpoints[impl.name]
-    if s.target_host:
+    target = dial or s.target_host
+    if target:
         from lab.settings import host
-        url = url.replace(host(), s.target_host, 1)
+        url = url.replace(host(), target, 1)
     return url
 
 
@@ -117,11 +121,20 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
         plan["request"].setdefault("headers", {})
     pinning = s.pinning
     n = max(1, s.segments)
-    sequence = ",".join(f"{i}/{n}" if i not in (0, n) else str(i) for i in range(n + 1))
-    runs = [k6.K6Run(protocol, plan, cpus=set(pinning.generator) if pinning and pinning.enabled else None,
-                     segment=(f"{_frac(i, n)}:{_frac(i + 1, n)}" if n > 1 else None),
-                     segments=sequence if n > 1 else None,
-                     netns=(s.netns[i % len(s.netns)] if s.netns else None)) for i in range(n)]
+    sequence = ",".join(_frac(i, n) for i in range(n + 1))
+    runs = []
+    for i in range(n):
+        part = plan
+        namespace = None
+        if s.netns:  # this segment's k6 runs in its namespace and dials its link's host address
+            namespace, dial = s.netns[i % len(s.netns)]
+            url = endpoint(lab, impl, s, dial)
+            part = {**plan, "target": url, "request": operations.request(protocol, url, s.operation)}
+            if protocol in ("rest", "graphql"):
+                part["request"].setdefault("headers", {})
+        runs.append(k6.K6Run(protocol, part, cpus=set(pinning.generator) if pinning and pinning.enabled else None,
+                             segment=(f"{_frac(i, n)}:{_frac(i + 1, n)}" if n > 1 else None),
+                             segments=sequence if n > 1 else None, netns=namespace))
     pids = {impl.name: lab.pids[impl.name]}
     if lab.database.pid:
         pids["database"] = lab.database.pid
