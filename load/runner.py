@@ -324,7 +324,7 @@ def line(row: dict[str, Any]) -> str:
     errors = sum(row["errors"].values())
     resources = row["resources"]
     service = resources.get(row["implementation"], {})
-    return (f"{what} p50{fmt(lat['p50'])} p99{fmt(lat['p99'])} ms  {row['throughput_rps'] or 0:8.0f}/s"
+    return (f"{what} p50 {fmt(lat['p50'])} p99 {fmt(lat['p99'])} ms  {row['throughput_rps'] or 0:8.0f}/s"
             f"  err {errors:<5} svc {service.get('cpu_percent', 0):5.0f}%"
             f" {(service.get('cpu_us_per_request') or 0):7.0f}µs/req"
             f"  gen {row['generator_cpu_percent']:4.0f}%"
