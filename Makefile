@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap db test bench bench-runs serve capture report lint clean docker-images bench-docker test-docker
+.PHONY: bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
 
 bootstrap: $(STAMP) db
 
@@ -60,6 +60,11 @@ NETNS ?=
 capture: bootstrap
 	$(PY) -m capture $(if $(NETNS),--netns)
 
+# Concurrent load with k6 (load/): make load LOAD_ARGS="--impl rest/python_flask --clients 10 100"
+LOAD_ARGS ?=
+load: bootstrap
+	$(PY) -m load $(LOAD_ARGS)
+
 # One page from the saved results: results/report.html (self-contained) and results/report.md.
 report: $(STAMP)
 	$(PY) -m report
@@ -68,4 +73,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) results/benchmarks results/capture
+	rm -rf $(VENV) results/benchmarks results/capture results/load

@@ -10,6 +10,7 @@ from capture import report as capture_report
 from lab import compare
 from lab import runs as bench_runs
 from report import figures, published
+from report import load as load_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
 
@@ -381,6 +382,7 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     repeated_runs_section(page, inputs)
     rankings = study_section(page, inputs, study)
     rankings += wire_section(page, inputs, study)
+    rankings += load_report.section(page, inputs.results_dir)
     page.add(Heading(2, "Sources", "sources"),
              Bullets([f"{study['citation']['text']} ({study['citation']['authors']}); Tables 4–7 "
                       f"transcribed in `report/published/kaminski2023.json` from "
