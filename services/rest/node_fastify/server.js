@@ -12,16 +12,21 @@ const store = new Store();
 const app = Fastify({
   logger: false,
   keepAliveTimeout: 75_000, // as gunicorn's keepalive: a benchmark never reconnects between rounds
-  maxParamLength: 8192, // a long id is a malformed id (400), not an unknown route
+  routerOptions: { maxParamLength: 8192 }, // a long id is a malformed id (400), not an unknown route
   bodyLimit: 1 << 30, // the body is read (and limited) by readBody below
 });
 
 // Every body, whatever its Content-Type, is read by the contract's rule and
-// parsed as JSON here (as the Python services do).
+// parsed as JSON here (as the Python services do). A body over the limit is
+// handed on as a RejectedBody: a parser error would make fastify close the
+// connection, which the drained body is meant to keep usable.
+class RejectedBody {
+  constructor(error) { this.error = error; }
+}
 app.removeAllContentTypeParsers();
 app.addContentTypeParser('*', (request, payload, done) => {
   const declared = Number.parseInt(request.headers['content-length'] ?? '', 10);
-  readBody(payload, declared).then((body) => done(null, body), (err) => done(err));
+  readBody(payload, declared).then((body) => done(null, body), (err) => done(null, new RejectedBody(err)));
 });
 
 const send = (reply, status, body) => reply.code(status).type('application/json').send(dumps(body));
@@ -43,6 +48,7 @@ app.setNotFoundHandler((request, reply) => send(reply, 404, {
 }));
 
 function body(request) {
+  if (request.body instanceof RejectedBody) throw request.body.error;
   return parse(request.body ?? Buffer.alloc(0));
 }
 
