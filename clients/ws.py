@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import threading
 from typing import Any
 
 from simple_websocket import Client
@@ -13,6 +14,19 @@ from clients.base import OperationClient
 from contract.codec import dumps, loads
 from contract.errors import ContractError, Unavailable, error_for
 from lab.settings import CALL_TIMEOUT
+
+
+class _Reader(threading.Thread):
+    """simple-websocket's reader thread, started once the handshake is done:
+    from here on it blocks in recv() while the connection idles, so its socket
+    must have no timeout (receive(timeout=...) bounds each call instead).
+    Clearing the timeout after connect() returned raced with the thread's
+    first recv(), which then timed out after an idle `timeout` and closed
+    the connection."""
+
+    def start(self) -> None:
+        self._target.__self__.sock.settimeout(None)  # type: ignore[attr-defined]
+        super().start()
 
 
 class WebSocketClient(OperationClient):
@@ -26,12 +40,9 @@ class WebSocketClient(OperationClient):
         previous = socket.getdefaulttimeout()
         socket.setdefaulttimeout(timeout)
         try:
-            self.ws = Client.connect(endpoint)
+            self.ws = Client.connect(endpoint, thread_class=_Reader)
         finally:
             socket.setdefaulttimeout(previous)
-        # From here on the library's reader thread blocks in recv() while the
-        # connection idles; receive(timeout=...) bounds each call instead.
-        self.ws.sock.settimeout(None)
         self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _exchange(self, message: str | bytes, request_id: Any) -> Any:
