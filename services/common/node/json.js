@@ -53,6 +53,17 @@ export function parse(data) {
 /** Compact JSON, non-ASCII kept (contract/codec.py dumps). */
 export const dumps = (value) => JSON.stringify(value);
 
+/** As dumps, with a JsonNumber written as it was read (5.0, big integers, NaN):
+ * a value echoed back comes back as Python's json would write it. */
+export function dumpsExact(value) {
+  if (value instanceof JsonNumber) return value.source;
+  if (Array.isArray(value)) return `[${value.map(dumpsExact).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value).map((k) => `${JSON.stringify(k)}:${dumpsExact(value[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const STRING = /"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;

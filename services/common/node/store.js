@@ -37,7 +37,7 @@ async function guarded(operation) {
 }
 
 // A stored document as the contract's Game: id first, then the contract's field order.
-function publicGame(id, doc) {
+export function publicGame(id, doc) {
   const game = { id };
   for (const [name, kind] of Object.entries(FIELDS)) {
     const value = doc[name];
@@ -95,6 +95,21 @@ export class Store {
     const result = await guarded(() => this.games.deleteOne({ _id: id }));
     if (result.deletedCount === 0) throw notFound(id);
     return null;
+  }
+
+  /** The games collection's change stream (push.md `changes`), opened: resolves once the
+   * database has accepted it, with the first change if one was already there. */
+  async watch(resumeToken) {
+    const options = { fullDocument: 'updateLookup' };
+    if (resumeToken !== undefined) options.resumeAfter = { _data: resumeToken };
+    const stream = this.games.watch([], options);
+    try {
+      const first = await stream.tryNext(); // runs the aggregate: the stream is open
+      return { stream, first };
+    } catch (err) {
+      await stream.close().catch(() => {});
+      throw err;
+    }
   }
 
   async health() {

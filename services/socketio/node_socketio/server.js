@@ -11,7 +11,9 @@ import {
 } from '../../common/node/contract.js';
 import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
 import { dumps } from '../../common/node/json.js';
-import { isObject, operations, perform } from '../../common/node/operations.js';
+import {
+  Opened, Raw, isObject, operations, perform, pushOperations,
+} from '../../common/node/operations.js';
 import { Store } from '../../common/node/store.js';
 
 const store = new Store();
@@ -47,7 +49,7 @@ function trackSizes(conn) {
   return sizes;
 }
 
-async function handle(event, args, size) {
+async function handle(event, args, size, table) {
   if (event !== EVENT) throw invalid(`unknown event ${JSON.stringify(event)}: expected "${EVENT}"`);
   if (args.length !== 1) throw invalid(`"${EVENT}" takes one argument, got ${args.length}`);
   checkSize(size);
@@ -55,7 +57,7 @@ async function handle(event, args, size) {
   if (!isObject(request)) throw invalid('a request must be a JSON object');
   const unknown = Object.keys(request).filter((k) => !MEMBERS.has(k)).sort();
   if (unknown.length) throw invalid(`unknown request member '${unknown[0]}'`);
-  return perform(OPERATIONS, request.op, Object.hasOwn(request, 'params') ? request.params : {});
+  return perform(table, request.op, Object.hasOwn(request, 'params') ? request.params : {});
 }
 
 const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, async (req, res) => {
@@ -82,14 +84,48 @@ const io = new Server(server, {
   transports: ['websocket'], maxHttpBufferSize: MAX_FRAME_BYTES, serveClient: false,
   perMessageDeflate: false, httpCompression: false,
 });
+// Push messages are the event "push" with the WebSocket protocol's push
+// message as its one argument (contract/socketio-protocol.md).
+const PUSH_EVENT = 'push';
+const encode = (fields, data) => ({ ...fields, data: JSON.parse(data) });
+// Emits; resolves once Engine.IO's write buffer has drained, so a feed waits for the connection.
+const emitTo = (socket) => (message) => new Promise((resolve) => {
+  if (!socket.connected) { resolve(false); return; }
+  socket.emit(PUSH_EVENT, message);
+  const conn = socket.conn;
+  if (!conn.writeBuffer?.length) { resolve(true); return; }
+  const done = () => { conn.off('drain', done); conn.off('close', done); resolve(true); };
+  conn.on('drain', done);
+  conn.on('close', done);
+});
+
 io.on('connection', (socket) => {
   const sizes = trackSizes(socket.conn);
+  const push = pushOperations(store, {
+    push: emitTo(socket),
+    others: () => [...io.of('/').sockets.values()].filter((s) => s !== socket).map((s) => (message) => {
+      if (!s.connected) return false;
+      s.emit(PUSH_EVENT, message);
+      return true;
+    }),
+    closed: () => !socket.connected,
+    encode,
+  });
+  const table = { ...OPERATIONS, ...push.table };
+  socket.on('disconnect', push.stopAll);
   socket.onAny((event, ...args) => {
     const size = sizes.shift() ?? 0;
     const ack = typeof args.at(-1) === 'function' ? args.pop() : null;
     // Without an ack there is nowhere to answer: the event is run and its result dropped.
-    handle(event, args, size).then(
-      (result) => ack?.({ result: result ?? null }),
+    handle(event, args, size, table).then(
+      (result) => {
+        if (result instanceof Opened) {
+          ack?.({ result: result.result });
+          result.release();
+        } else {
+          ack?.({ result: result instanceof Raw ? JSON.parse(result.text) : result ?? null });
+        }
+      },
       (err) => {
         if (!(err instanceof ContractError)) console.error(err);
         const e = asContractError(err);

@@ -9,7 +9,9 @@ import {
 } from '../../common/node/contract.js';
 import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
-import { isObject, operations, perform } from '../../common/node/operations.js';
+import {
+  Opened, Raw, isObject, operations, perform, pushOperations,
+} from '../../common/node/operations.js';
 import { Store } from '../../common/node/store.js';
 
 const store = new Store();
@@ -25,8 +27,9 @@ function requestIdJson(value) {
   return null;
 }
 
-// The reply, as text: {"request_id": ..., "result" | "error": ...}.
-async function handle(message, size) {
+// The reply, as text: {"request_id": ..., "result" | "error": ...}, and what
+// to do once it is sent (a subscription's first message follows its reply).
+async function handle(message, size, table) {
   let id = 'null';
   try {
     const request = parse(message);
@@ -39,12 +42,16 @@ async function handle(message, size) {
     checkSize(size);
     const unknown = Object.keys(request).filter((k) => !MEMBERS.has(k)).sort();
     if (unknown.length) throw invalid(`unknown request member '${unknown[0]}'`);
-    const result = await perform(OPERATIONS, request.op, Object.hasOwn(request, 'params') ? request.params : {});
-    return `{"request_id":${id},"result":${dumps(result ?? null)}}`;
+    const result = await perform(table, request.op, Object.hasOwn(request, 'params') ? request.params : {});
+    if (result instanceof Opened) {
+      return { text: `{"request_id":${id},"result":${dumps(result.result)}}`, after: result.release };
+    }
+    const json = result instanceof Raw ? result.text : dumps(result ?? null);
+    return { text: `{"request_id":${id},"result":${json}}` };
   } catch (err) {
     if (!(err instanceof ContractError)) console.error(err); // a bug must not cost the client its connection
     const e = asContractError(err);
-    return `{"request_id":${id},"error":${dumps({ code: e.code, message: e.message })}}`;
+    return { text: `{"request_id":${id},"error":${dumps({ code: e.code, message: e.message })}}` };
   }
 }
 
@@ -69,12 +76,35 @@ const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, async (req, re
 }));
 
 const wss = new WebSocketServer({ server, path: '/ws', maxPayload: MAX_FRAME_BYTES });
+// A push message (ws-protocol.md): {"event", "feed"?, "id"?, "data"}.
+const encode = (fields, data) => `${dumps(fields).slice(0, -1)},"data":${data}}`;
+const open = (ws) => ws.readyState === ws.OPEN;
+// Sends; resolves once ws has written it (a paced or unpaced feed waits for the connection).
+const sendTo = (ws) => (text) => new Promise((resolve) => {
+  if (!open(ws)) { resolve(false); return; }
+  ws.send(text, (err) => resolve(!err));
+});
+
 wss.on('connection', (ws) => {
+  const push = pushOperations(store, {
+    push: sendTo(ws),
+    // broadcast: sent to every other open connection; counted if it could be sent
+    others: () => [...wss.clients].filter((c) => c !== ws).map((c) => (text) => {
+      if (!open(c)) return false;
+      c.send(text);
+      return true;
+    }),
+    closed: () => !open(ws),
+    encode,
+  });
+  const table = { ...OPERATIONS, ...push.table };
   ws.on('message', async (data, isBinary) => {
     const message = Buffer.isBuffer(data) ? data : Buffer.concat([].concat(data));
-    const reply = await handle(isBinary ? message : message.toString('utf8'), message.length);
-    if (ws.readyState === ws.OPEN) ws.send(reply);
+    const reply = await handle(isBinary ? message : message.toString('utf8'), message.length, table);
+    if (open(ws)) ws.send(reply.text);
+    reply.after?.();
   });
+  ws.on('close', push.stopAll);
   ws.on('error', () => {}); // a protocol error closes the connection (ws sends the close code)
 });
 
