@@ -82,7 +82,10 @@ APP_PAYLOAD_SOURCE = {
     "graphql": "HTTP body (query + variables / data): http.content_length",
     "grpc": f"protobuf messages: grpc.message_length (without the {GRPC_PREFIX}-byte prefix)",
     "ws": "WebSocket data-frame payload: websocket.payload_length",
+    "socketio": "WebSocket data-frame payload (Engine.IO + socket.io packets): websocket.payload_length",
 }
+# Protocols carried in WebSocket frames after an HTTP upgrade (socket.io: the websocket transport only).
+OVER_WEBSOCKET = ("ws", "socketio")
 
 
 def service_port(endpoint: str) -> int:
@@ -102,7 +105,7 @@ def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
             continue
         if protocol == "grpc":
             n = sum(lay.grpc_messages)
-        elif protocol == "ws":
+        elif protocol in OVER_WEBSOCKET:
             n = sum(f.length for f in lay.ws if f.opcode in WS_DATA_OPCODES)
         else:
             n = lay.http_body
@@ -147,7 +150,7 @@ def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port:
             continue
         lay = layers.get(p.number) or Layers()
         setup = teardown = 0
-        if protocol == "ws":
+        if protocol in OVER_WEBSOCKET:
             ws_started = ws_started or bool(lay.ws)
             if not ws_started:
                 setup = p.payload

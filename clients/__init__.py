@@ -7,10 +7,12 @@ from clients.direct import DirectClient
 from clients.graphql import GraphQLClient
 from clients.grpc import GrpcClient
 from clients.rest import RestClient
+from clients.socketio import SocketIOClient
 from clients.ws import WebSocketClient
 
 CLIENTS: dict[str, type] = {
     "rest": RestClient, "grpc": GrpcClient, "graphql": GraphQLClient, "ws": WebSocketClient,
+    "socketio": SocketIOClient,
     "direct": DirectClient,
 }
 

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MODES = ("native", "docker")
-PROTOCOL_ORDER = ("rest", "grpc", "graphql", "ws")
+PROTOCOL_ORDER = ("rest", "grpc", "graphql", "ws", "socketio")
 
 
 def mode() -> str:

@@ -21,7 +21,7 @@ def assert_native(protocol: str, error: ContractError, code: str) -> None:
         status, extension_code = error.native
         assert extension_code == code, error
         assert status in {RESOURCE_EXHAUSTED: (413,), UNAVAILABLE: (200, 503)}.get(code, (200, 400)), error
-    elif protocol == "ws":
+    elif protocol in ("ws", "socketio"):  # the error object of the reply (the ack for socket.io)
         assert error.native["code"] == code, error
 
 
