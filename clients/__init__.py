@@ -7,11 +7,12 @@ from clients.direct import DirectClient
 from clients.graphql import GraphQLClient
 from clients.grpc import GrpcClient
 from clients.rest import RestClient
+from clients.sse import SseClient
 from clients.ws import WebSocketClient
 
 CLIENTS: dict[str, type] = {
     "rest": RestClient, "grpc": GrpcClient, "graphql": GraphQLClient, "ws": WebSocketClient,
-    "direct": DirectClient,
+    "sse": SseClient, "direct": DirectClient,
 }
 
 
