@@ -13,24 +13,16 @@ the CRUD suites skip SSE implementations (their manifests list the operations).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 
+from clients.base import Event
 from contract.codec import loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
 from lab.settings import CALL_TIMEOUT
 from services.common.feeds import KEEPALIVE_SECONDS, PUSH
-
-
-@dataclass(frozen=True)
-class Event:
-    event: str  # the feed's name, "end" or "error"
-    data: Any  # the decoded JSON of the data lines
-    id: str | None = None
-    wire_bytes: int = 0  # the event's bytes in the stream (fields and blank line)
 
 
 class EventStream:
