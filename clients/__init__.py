@@ -8,11 +8,12 @@ from clients.graphql import GraphQLClient
 from clients.grpc import GrpcClient
 from clients.rest import RestClient
 from clients.socketio import SocketIOClient
+from clients.sse import SseClient
 from clients.ws import WebSocketClient
 
 CLIENTS: dict[str, type] = {
     "rest": RestClient, "grpc": GrpcClient, "graphql": GraphQLClient, "ws": WebSocketClient,
-    "socketio": SocketIOClient,
+    "socketio": SocketIOClient, "sse": SseClient,
     "direct": DirectClient,
 }
 

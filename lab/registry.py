@@ -64,6 +64,12 @@ TOOLCHAIN_HINTS = {
 RUNTIME_VERSION = {"go": ["go", "version"], "node": ["node", "--version"]}
 
 
+# What an implementation serves unless its manifest says otherwise (`operations`):
+# the contract's CRUD operations and a health call. A push-only one (SSE) says
+# operations = ["health", "subscribe"]; the suites select by it (lab/testing.py).
+CRUD_OPERATIONS = ("create", "get", "list", "update", "delete", "health")
+
+
 class BuildFailed(RuntimeError):
     pass
 
@@ -86,6 +92,7 @@ class Implementation:
     lockfile: str = "python"
     packages: tuple[str, ...] = ()
     dockerfile: str = "Dockerfile"
+    operations: tuple[str, ...] = CRUD_OPERATIONS
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # --- placeholders, build and run ---------------------------------------------
@@ -161,6 +168,9 @@ class Implementation:
     def _built(self, out: Path) -> bool:
         return (out / ".built").exists() and (not self.build_output or (ROOT / self.build_output).exists())
 
+    def serves(self, *operations: str) -> bool:
+        return set(operations) <= set(self.operations)
+
     def endpoint_for(self, host: str, port: int) -> str:
         return self.endpoint.format(host=host, port=port)
 
@@ -231,6 +241,7 @@ def _load(path: Path) -> Implementation:
             lockfile=versions.get("lockfile", "python"),
             packages=tuple(versions.get("packages", manifest.get("packages", ()))),
             dockerfile=manifest.get("docker", {}).get("dockerfile", "Dockerfile"),
+            operations=tuple(manifest.get("operations", CRUD_OPERATIONS)),
             manifest=manifest)
     except KeyError as exc:
         raise SystemExit(f"{path}: manifest lacks {exc}") from None

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MODES = ("native", "docker")
-PROTOCOL_ORDER = ("rest", "grpc", "graphql", "ws", "socketio")
+PROTOCOL_ORDER = ("rest", "grpc", "graphql", "soap", "ws", "socketio", "sse")
 
 
 def mode() -> str:
@@ -31,6 +31,12 @@ def cache_dir() -> Path:
     base = os.environ.get("PROTOLAB_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "protolab")
     return Path(base)
+
+
+def change_streams() -> bool:
+    """The embedded database in replica-set mode, so the push feed `changes` works
+    (lab/database.py). The test suite turns it on; measurements leave it off."""
+    return os.environ.get("LAB_CHANGE_STREAMS", "0") == "1"
 
 
 def mongodb_uri() -> str | None:

@@ -16,6 +16,7 @@ from simple_websocket import ConnectionClosed, Server
 from contract.codec import dumps, loads
 from contract.errors import INTERNAL, ContractError, InvalidArgument
 from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, check_size
+from services.common.feeds import Connection, WebSocketPush
 from services.common.store import Store
 
 # Frames above this close the connection (1009); below it, MAX_REQUEST_BYTES
@@ -34,10 +35,12 @@ OPERATIONS = {
     "delete": (("id",), lambda p: store.delete(p["id"])),
     "health": ((), lambda p: store.health()),
 }
-OPTIONAL = {"limit", "offset"}
+OPTIONAL = {"limit", "offset", *WebSocketPush.OPTIONAL}
+# echo, broadcast, subscribe, unsubscribe (services/common/feeds.py)
+push = WebSocketPush(lambda: store.games)
 
 
-def handle(message: str | bytes) -> dict[str, Any]:
+def handle(message: str | bytes, conn: Connection | None = None) -> dict[str, Any]:
     request_id = None
     try:
         try:
@@ -57,12 +60,13 @@ def handle(message: str | bytes) -> dict[str, Any]:
         if unknown:
             raise InvalidArgument(f"unknown request member {sorted(unknown)[0]!r}")
         op = request.get("op")
-        if op not in OPERATIONS:
-            raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(OPERATIONS)}")
+        operations = OPERATIONS if conn is None else {**OPERATIONS, **push.operations(conn)}
+        if op not in operations:
+            raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(operations)}")
         params = request.get("params", {})
         if type(params) is not dict:
             raise InvalidArgument("params must be an object")
-        names, run = OPERATIONS[op]
+        names, run = operations[op]
         unknown = set(params) - set(names)
         if unknown:
             raise InvalidArgument(f"unknown parameter {sorted(unknown)[0]!r} for {op}")
@@ -80,11 +84,14 @@ def handle(message: str | bytes) -> dict[str, Any]:
 @app.route("/ws", websocket=True)
 def websocket() -> Response:
     ws = Server.accept(http_request.environ, max_message_size=MAX_FRAME_BYTES)
+    conn = push.connect(ws.send)
     try:
         while True:
-            ws.send(dumps(handle(ws.receive())))
+            conn.reply(dumps(handle(ws.receive(), conn)))
     except ConnectionClosed:
         pass
+    finally:
+        push.disconnect(conn)
     return _Closed()
 
 
