@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 
 from contract.codec import dumps, loads
 from contract.errors import (
@@ -33,8 +33,12 @@ def _error(code: str, message: str, status: int | None = None) -> Response:
 
 
 def _body() -> Any:
+    body = read_body(request)  # read whole first: the connection stays usable
+    if request.mimetype != "application/json":
+        raise UnsupportedMediaType(
+            f"the body must be application/json, not {request.mimetype or 'untyped'!r}")
     try:
-        return loads(read_body(request))
+        return loads(body)
     except ValueError as exc:
         raise InvalidArgument(f"malformed JSON body: {exc}") from None
 
@@ -57,7 +61,12 @@ def contract_error(exc: ContractError) -> Response:
 def http_error(exc: HTTPException) -> Response:
     status = exc.code or 500
     code = CODE_OF_HTTP_STATUS.get(status, INVALID_ARGUMENT if status < 500 else INTERNAL)
-    return _error(code, exc.description or "", status)
+    response = _error(code, exc.description or "", status)
+    # werkzeug's own headers, e.g. the Allow of a 405 (RFC 9110 requires it)
+    for name, value in exc.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
 
 
 @app.get("/health")
