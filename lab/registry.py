@@ -33,6 +33,11 @@ class Implementation:
     def argv(self) -> list[str]:
         return [sys.executable if part == "{python}" else part for part in self.command]
 
+    def port_offset(self, position: int) -> int:
+        """Its port above LAB_PORT_BASE: the manifest's [native] port_offset,
+        else 100 + its position among the implementations started."""
+        return int(self.manifest.get("native", {}).get("port_offset", 100 + position))
+
     def endpoint_for(self, host: str, port: int) -> str:
         return self.endpoint.format(host=host, port=port)
 

@@ -93,6 +93,11 @@ def client_of(client_of):
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
+    from fuzz.runner import TALLIES
+    for tally in TALLIES:
+        terminalreporter.write_line(
+            f"fuzz: {tally.implementation:<28} cases {tally.cases:>6}  failures {len(tally.failures):>3}  "
+            f"5xx/internal {tally.server_errors}  acknowledged writes {tally.acknowledged_writes}")
     if any(CHECKED.values()):
         terminalreporter.write_line(
             f"contract: {CHECKED['rest']} REST responses checked against openapi.yaml, "

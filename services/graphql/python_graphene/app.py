@@ -36,10 +36,17 @@ JSON = "application/json"
 
 
 def _media_type() -> str | None:
-    """The reply's media type by Accept; none when Accept names neither."""
+    """The reply's media type by Accept: application/graphql-response+json when
+    the client names it (and prefers it at least as much as JSON), else
+    application/json (also for no Accept or */*, as legacy clients send);
+    none when Accept allows neither."""
+    accept = request.accept_mimetypes
     if not request.headers.get("Accept"):
         return JSON
-    return request.accept_mimetypes.best_match([GRAPHQL_RESPONSE, JSON])
+    named = {value for value, _ in accept}
+    if GRAPHQL_RESPONSE in named and accept[GRAPHQL_RESPONSE] >= accept[JSON]:
+        return GRAPHQL_RESPONSE
+    return accept.best_match([JSON, GRAPHQL_RESPONSE])
 
 
 def _respond(body: dict[str, Any], status: int, **headers: str) -> Response:
