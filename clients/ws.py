@@ -8,6 +8,7 @@ import socket
 from typing import Any
 
 from simple_websocket import Client
+from wsproto.events import Ping
 
 from clients.base import OperationClient
 from contract.codec import dumps, loads
@@ -30,9 +31,13 @@ class WebSocketClient(OperationClient):
         finally:
             socket.setdefaulttimeout(previous)
         # From here on the library's reader thread blocks in recv() while the
-        # connection idles; receive(timeout=...) bounds each call instead.
+        # connection idles; receive(timeout=...) bounds each call instead. A
+        # recv() already waiting keeps the connect timeout, and would end the
+        # connection (1005) after `timeout` idle seconds: a ping's pong wakes
+        # it, so its next recv() waits without one.
         self.ws.sock.settimeout(None)
         self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.ws.sock.send(self.ws.ws.send(Ping(b"settimeout")))
 
     def _exchange(self, message: str | bytes, request_id: Any) -> Any:
         self.ws.send(message)

@@ -39,10 +39,11 @@ class Database:
     version: str
     reported_version: str  # what buildInfo says
     pid: int | None = None  # when the lab started it
+    durability: str = "as configured at MONGODB_URI"  # what an acknowledged write survives
 
     def describe(self) -> dict[str, str]:
         return {"server": self.server, "version": self.version,
-                "buildinfo_version": self.reported_version}
+                "buildinfo_version": self.reported_version, "durability": self.durability}
 
 
 def secantus_binary() -> Path:
@@ -119,8 +120,11 @@ class EmbeddedServer:
         self.port = int(port)
         uri = f"mongodb://{host.decode()}:{port.decode()}/?directConnection=true"
         reported = process.wait_until(lambda: _buildinfo_version(uri), settings.STARTUP_TIMEOUT, "answering")
+        durability = ("log fsynced at every commit (--sync-on-commit): acknowledged writes survive kill -9"
+                      if self.sync_on_commit else
+                      "log written, not fsynced, at commit: a kill -9 can lose acknowledged writes")
         return Database(uri=uri, server=f"SecantusDB {SECANTUS_BINARY}", version=SECANTUS_VERSION,
-                        reported_version=str(reported), pid=process.pid)
+                        reported_version=str(reported), pid=process.pid, durability=durability)
 
     def kill(self) -> None:
         """SIGKILL, no chance to flush or checkpoint; waits until it is gone."""

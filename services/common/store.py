@@ -30,8 +30,10 @@ COLLECTION = "games"
 
 
 def connect(uri: str) -> pymongo.MongoClient:
+    # timeoutMS bounds a whole operation (server selection, connecting, every
+    # read of a reply that trickles in); socketTimeoutMS alone bounds each read.
     return pymongo.MongoClient(
-        uri, serverSelectionTimeoutMS=TIMEOUT_MS, connectTimeoutMS=TIMEOUT_MS,
+        uri, timeoutMS=TIMEOUT_MS, serverSelectionTimeoutMS=TIMEOUT_MS, connectTimeoutMS=TIMEOUT_MS,
         socketTimeoutMS=TIMEOUT_MS, appname="protolab",
     )
 
