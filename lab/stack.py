@@ -71,8 +71,7 @@ def _start_native(impl: Implementation, db: Database, logs: Path, fixed_port: in
         endpoint = impl.endpoint_for(settings.dial_host(), port)
         process = Process(
             impl.name, impl.argv(), logs / f"{impl.name.replace('/', '-')}.log",
-            env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri,
-                 "LAB_THREADS": str(settings.threads()), "PYTHONPATH": str(settings.ROOT)},
+            env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri, **impl.env()},
             cwd=settings.ROOT)
         try:
             process.wait_until(lambda e=endpoint: check_health(impl.protocol, e) or True,
@@ -99,6 +98,8 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None) -> 
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-logs-")))
         db = stack.enter_context(database())
         lab = Lab(mode=mode, database=db, implementations=implementations)
+        for impl in implementations:  # builds are cached: only changed inputs rebuild
+            impl.build(logs / f"{impl.name.replace('/', '-')}.build.log")
         base = settings.port_base()
         for position, impl in enumerate(implementations):
             fixed = base + impl.port_offset(position) if base else None
