@@ -21,8 +21,9 @@ from graphql import OperationType, get_operation_ast, parse
 from graphql.error import GraphQLError
 from werkzeug.exceptions import HTTPException
 
-from contract.codec import dumps, loads
+from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, HTTP_STATUS, INVALID_ARGUMENT, ContractError
+from contract.game import check_response_size
 from services.common.http_body import read_body
 from services.common.store import Store
 from services.graphql.python_graphene.schema import schema
@@ -50,7 +51,12 @@ def _media_type() -> str | None:
 
 
 def _respond(body: dict[str, Any], status: int, **headers: str) -> Response:
-    return Response(dumps(body), status=status, mimetype=_media_type() or JSON, headers=headers)
+    data = dumpb(body)
+    try:
+        check_response_size(len(data))
+    except ContractError as exc:
+        return _fail(exc.code, exc.message)
+    return Response(data, status=status, mimetype=_media_type() or JSON, headers=headers)
 
 
 def _fail(code: str, message: str, status: int | None = None, **headers: str) -> Response:

@@ -27,7 +27,7 @@ from grpc_reflection.v1alpha import reflection
 
 from contract import games_pb2 as pb
 from contract.errors import ContractError, InvalidArgument
-from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
+from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from contract.grpc_codec import game_to_message, message_to_game, unknown_field_numbers
 from services.common.store import Store
 
@@ -95,7 +95,10 @@ def serve() -> None:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=threads),
         handlers=[handlers(store)],
-        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
+        # grpcio answers RESOURCE_EXHAUSTED itself for a request over 64 KiB,
+        # or an answer over 4 MiB (a page of large games: ask for fewer).
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+                 ("grpc.max_send_message_length", MAX_RESPONSE_BYTES)],
     )
     health_servicer = health.HealthServicer()
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)

@@ -7,7 +7,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 
-from contract.codec import dumps, loads
+from contract.codec import dumpb, loads
 from contract.errors import (
     CODE_OF_HTTP_STATUS,
     HTTP_STATUS,
@@ -16,7 +16,7 @@ from contract.errors import (
     ContractError,
     InvalidArgument,
 )
-from contract.game import DEFAULT_LIST_LIMIT
+from contract.game import DEFAULT_LIST_LIMIT, check_response_size
 from services.common.http_body import read_body
 from services.common.store import Store
 
@@ -25,7 +25,9 @@ store = Store()
 
 
 def _json(body: Any, status: int = 200, **headers: str) -> Response:
-    return Response(dumps(body), status=status, mimetype="application/json", headers=headers)
+    data = dumpb(body)
+    check_response_size(len(data))
+    return Response(data, status=status, mimetype="application/json", headers=headers)
 
 
 def _error(code: str, message: str, status: int | None = None) -> Response:
