@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
+.PHONY: fuzz bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
 
 bootstrap: $(STAMP) db
 
@@ -28,6 +28,12 @@ db: $(STAMP)
 
 test: bootstrap
 	$(PY) -m pytest --benchmark-disable $(PYTEST_ARGS)
+
+# Fuzzing from the contract, longer than make test's: FUZZ_CASES per implementation
+# (counts in results/fuzz/latest.json and at the end of the output).
+FUZZ_CASES ?= 10000
+fuzz: bootstrap
+	FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS)
 
 bench: bootstrap
 	$(PY) -m pytest --benchmark-only $(PYTEST_ARGS)

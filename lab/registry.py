@@ -171,6 +171,12 @@ class Implementation:
     def serves(self, *operations: str) -> bool:
         return set(operations) <= set(self.operations)
 
+    def port_offset(self, position: int) -> int:
+        """Its port above LAB_PORT_BASE: the manifest's [run] port_offset,
+        else 100 + its position among the implementations started."""
+        run = self.manifest.get("run") or self.manifest.get("native") or {}
+        return int(run.get("port_offset", 100 + position))
+
     def endpoint_for(self, host: str, port: int) -> str:
         return self.endpoint.format(host=host, port=port)
 
