@@ -62,6 +62,8 @@ TOOLCHAIN_HINTS = {
     "npm": "install npm (it comes with Node.js)",
 }
 RUNTIME_VERSION = {"go": ["go", "version"], "node": ["node", "--version"]}
+# The order of languages within a protocol, wherever implementations are listed.
+LANGUAGE_ORDER = ("python", "go", "node")
 
 
 class BuildFailed(RuntimeError):
@@ -238,9 +240,12 @@ def _load(path: Path) -> Implementation:
 def discover(root: Path = SERVICES) -> list[Implementation]:
     found = [_load(p) for p in sorted(root.glob("*/*/manifest.toml"))]
 
-    def order(impl: Implementation) -> tuple[int, str]:
+    def order(impl: Implementation) -> tuple[int, int, str]:
+        # By protocol (clients/protocols.py), then by language within it (Python, the
+        # reference, first), then by folder.
         rank = PROTOCOL_ORDER.index(impl.protocol) if impl.protocol in PROTOCOL_ORDER else 99
-        return rank, impl.name
+        language = LANGUAGE_ORDER.index(impl.language) if impl.language in LANGUAGE_ORDER else 99
+        return rank, language, impl.name
     return sorted(found, key=order)
 
 
