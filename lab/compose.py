@@ -84,6 +84,7 @@ class Language:
     dockerfile: str                            # from the root; a manifest's [docker] may name another
     images: tuple[tuple[str, str, str], ...]   # (build argument, variable, default image)
     inputs: tuple[str, ...]                    # the language's shared files the image copies (globs)
+    runs_build: bool = False                   # the Dockerfile runs the manifest's [build] (BUILD_COMMAND)
 
 
 # Adding a language: one entry, its Dockerfile, and its local stand-in images in lab.dockerd.
@@ -96,10 +97,12 @@ LANGUAGES: dict[str, Language] = {
         "docker/go/Dockerfile",
         (("BUILDER_IMAGE", "LAB_GO_IMAGE", "golang:1.26-bookworm"),
          ("BASE_IMAGE", "LAB_DEBIAN_IMAGE", "debian:bookworm-slim")),
-        ("services/go.mod", "services/go.sum", "services/common/go/**", "contract/contract.json")),
+        ("services/go.mod", "services/go.sum", "services/common/go/**", "contract/contract.json"),
+        runs_build=True),
     "node": Language(
         "docker/node/Dockerfile",
         (("BASE_IMAGE", "LAB_NODE_IMAGE", "node:20-bookworm-slim"),),
+        # Its [build] (npm ci) is the Dockerfile's own `npm ci` from the lock file, before the sources.
         ("services/package.json", "services/package-lock.json", "services/common/node/**", "contract/**")),
 }
 # The official image ships mongosh; the lab's secantusd image ships its own
@@ -212,7 +215,8 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
             "      args:",
             *(f"        {arg}: ${{{variable}:-{default}}}" for arg, variable, default in language.images),
             f"        SERVICE: {impl.name}",
-            *([f"        BUILD_COMMAND: {_q(container_build_command(impl))}"] if impl.build_command else []),
+            *([f"        BUILD_COMMAND: {_q(container_build_command(impl))}"]
+              if impl.build_command and language.runs_build else []),
             f"        SERVICE_COMMAND: {_q(container_command(impl))}",
             f"        PORT: \"{port}\"",
             f"        SOURCE_HASH: ${{{hash_variable(impl)}:-}}",
@@ -403,6 +407,7 @@ class ComposeStack:
             t1 = time.monotonic()
             self.compose("build", service_name(impl), timeout=1800)
             each[service_name(impl)] = round(time.monotonic() - t1, 2)
+            print(f"protolab: built {service_name(impl)} in {each[service_name(impl)]} s", flush=True)
         self.built = [service_name(i) for i in stale]
         self.timings["build_s"] = round(time.monotonic() - t0, 2)
         self.timings["build_s_each"] = each
