@@ -57,7 +57,7 @@ from clients.protocols import get as protocol_descriptor
 from lab import dockerd, interpreter, settings
 from lab.database import Database, external
 from lab.processes import free_port
-from lab.registry import Implementation, discover, select
+from lab.registry import Implementation, discover, glob_files, select
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
 MONGO_SERVICE = "mongo"
@@ -249,13 +249,7 @@ def image_inputs(impl: Implementation) -> list[Path]:
     files, its manifest's [build] inputs, its own folder, its Dockerfile."""
     patterns = [*language_of(impl).inputs, *impl.build_inputs, f"services/{impl.name}/**",
                 dockerfile_of(impl), ".dockerignore"]
-    files: set[Path] = set()
-    for pattern in patterns:
-        for path in settings.ROOT.glob(pattern):
-            if path.is_file() and "__pycache__" not in path.parts and "node_modules" not in path.parts \
-                    and path.suffix != ".pyc":
-                files.add(path)
-    return sorted(files)
+    return glob_files(patterns)
 
 
 def source_hash(impl: Implementation, images: dict[str, str]) -> str:

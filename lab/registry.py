@@ -120,12 +120,7 @@ class Implementation:
         return digest.hexdigest()[:16]
 
     def input_files(self) -> list[Path]:
-        files: set[Path] = set()
-        for pattern in self.build_inputs:
-            for path in ROOT.glob(pattern):
-                if path.is_file() and "node_modules" not in path.parts:
-                    files.add(path)
-        return sorted(files)
+        return glob_files(self.build_inputs)
 
     def missing(self) -> list[str]:
         """The programs this implementation needs that are not on PATH."""
@@ -175,6 +170,19 @@ class Implementation:
         if self.language == "python":
             found["python"] = sys.version.split()[0]
         return found
+
+
+def glob_files(patterns: Sequence[str]) -> list[Path]:
+    """The files the patterns (from the root) match, without caches and node_modules.
+    A trailing "**" means every file below (Python 3.11's glob gives only directories)."""
+    files: set[Path] = set()
+    for pattern in patterns:
+        if pattern.endswith("**"):
+            pattern += "/*"
+        for path in ROOT.glob(pattern):
+            if path.is_file() and not {"node_modules", "__pycache__"} & set(path.parts) and path.suffix != ".pyc":
+                files.add(path)
+    return sorted(files)
 
 
 @cache
