@@ -499,6 +499,14 @@ class ComposeStack:
         }
 
 
+def images_text(docker: dict[str, Any]) -> str:
+    """The service base images a run recorded ("python:3.11-slim (python), ..."),
+    also for runs from before one image per language (their one "base_image")."""
+    images = docker.get("images") or {"LAB_PYTHON_IMAGE": docker.get("base_image")}
+    return ", ".join(f"{image} ({variable.removeprefix('LAB_').removesuffix('_IMAGE').lower()})"
+                     for variable, image in images.items() if variable != MONGO_IMAGE_VARIABLE)
+
+
 # The description of the stack this process ran last, for lab.context.run_context:
 # results are written after the stack is down (pytest's terminal summary).
 _active: dict[str, Any] | None = None

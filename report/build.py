@@ -8,7 +8,7 @@ from typing import Any
 
 from capture import report as capture_report
 from clients.protocols import label
-from lab import compare
+from lab import compare, compose
 from lab import runs as bench_runs
 from report import figures, grouping, published
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
@@ -73,11 +73,8 @@ def _docker_text(ctx: dict[str, Any]) -> str:
     d = docker.get("daemon", {})
     proxy = d.get("userland_proxy")
     proxy_text = "unknown" if proxy is None else ("**on**" if proxy else "off")
-    images = docker.get("images") or {"LAB_BASE_IMAGE": docker.get("base_image")}  # older runs: one base
-    bases = ", ".join(f"{image} ({variable.removeprefix('LAB_').removesuffix('_IMAGE').lower()})"
-                      for variable, image in images.items() if variable != "LAB_MONGO_IMAGE")
     return (f"Docker {d.get('version')}, userland proxy {proxy_text}, {d.get('storage_driver')}, "
-            f"cgroup v{d.get('cgroup_version')}, images {bases}, "
+            f"cgroup v{d.get('cgroup_version')}, images {compose.images_text(docker)}, "
             f"database image {docker.get('mongo_image')}, ports on {docker.get('published_on')}")
 
 
