@@ -122,6 +122,14 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
         payload_source="WebSocket data-frame payload: websocket.payload_length",
         client_packages=("simple-websocket", "wsproto"), native_error=_message_error,
         error_spelling='an {"error": {"code": ...}} reply to the request (contract/ws-protocol.md)'),
+    Protocol(
+        name="socketio", label="socket.io", client="clients.socketio:SocketIOClient",
+        endpoint="http://{host}:{port}/socket.io/", default_port=8000, transport="websocket",
+        payload="websocket_data",
+        payload_source="WebSocket data-frame payload (Engine.IO + socket.io packets): websocket.payload_length",
+        client_packages=("python-socketio", "python-engineio", "websocket-client"),
+        native_error=_message_error,
+        error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)'),
 )}
 
 

@@ -48,6 +48,7 @@ NATIVE_OF = {
     "grpc": lambda code: __import__("grpc").StatusCode[code],
     "graphql": lambda code: ({"RESOURCE_EXHAUSTED": 413}.get(code, 200), code),
     "ws": lambda code: {"code": code, "message": "m"},
+    "socketio": lambda code: {"code": code, "message": "m"},
 }
 
 
