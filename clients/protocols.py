@@ -130,6 +130,12 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
         client_packages=("python-socketio", "python-engineio", "websocket-client"),
         native_error=_message_error,
         error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)'),
+    Protocol(
+        name="sse", label="SSE", client="clients.sse:SseClient",
+        endpoint="http://{host}:{port}", default_port=8000, transport="http", payload="http_body",
+        payload_source="HTTP body: http.content_length (an event stream's chunks are not counted)",
+        client_packages=("httpx", "h2"), native_error=_http_status,
+        error_spelling="the HTTP status of the contract's error table (contract/push.md)"),
 )}
 
 

@@ -49,6 +49,7 @@ NATIVE_OF = {
     "graphql": lambda code: ({"RESOURCE_EXHAUSTED": 413}.get(code, 200), code),
     "ws": lambda code: {"code": code, "message": "m"},
     "socketio": lambda code: {"code": code, "message": "m"},
+    "sse": lambda code: HTTP_STATUS[code],
 }
 
 
