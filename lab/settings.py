@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from clients.protocols import PROTOCOLS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MODES = ("native", "docker")
-PROTOCOL_ORDER = ("rest", "grpc", "graphql", "soap", "ws", "socketio", "sse")
+# The order of clients/protocols.py, the one place a protocol is described.
+PROTOCOL_ORDER = tuple(PROTOCOLS)
 
 
 def mode() -> str:
