@@ -12,9 +12,9 @@ code and database path back into a warm state) then `block` timed calls.
 the whole measurement. Design(block=1, discard=0) is per-call interleaving;
 a single block of everything per subject is the old sequential design.
 
-`after(subject, result)` runs after every call, untimed (the insert
-benchmark deletes the document it just created, so every insert meets the
-same empty collection).
+Hooks run outside the timed windows: after every untimed call, and after
+every block (the insert benchmark deletes what it created there, so every
+block of inserts starts from the same empty collection).
 """
 
 from __future__ import annotations
@@ -43,20 +43,33 @@ class Design:
                 "order": "every cycle visits every subject once, in a fresh random order"}
 
 
+@dataclass
+class Measurement:
+    times: dict[str, list[float]]            # subject -> seconds per timed call, cycle-major
+    cpu_ns: dict[str, dict[str, int]]        # subject -> process -> CPU ns over its timed windows
+    wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
+
+
 def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int | None = None,
-            after: Callable[[str, Any], None] | None = None,
-            between: Callable[[str], None] | None = None) -> dict[str, list[float]]:
-    """{subject: [seconds per timed call]}; `between(subject)` runs untimed after each visit."""
+            clocks: Mapping[str, Any] | None = None,
+            after_untimed: Callable[[str, Any], None] | None = None,
+            between: Callable[[str, list[Any]], None] | None = None) -> Measurement:
+    """Run the design. `clocks[subject].read()` -> {process: CPU ns} is read just
+    before the first and just after the last timed call of each block;
+    `after_untimed(subject, result)` runs after every warm-up or discarded call,
+    `between(subject, results)` after every block, both outside the windows."""
     rng = random.Random(seed)
     clock = time.perf_counter_ns
     times: dict[str, list[float]] = {name: [] for name in calls}
+    cpu: dict[str, dict[str, int]] = {name: {} for name in calls}
+    wall: dict[str, int] = dict.fromkeys(calls, 0)
 
     def untimed(name: str, n: int) -> None:
         call = calls[name]
         for _ in range(n):
             result = call()
-            if after is not None:
-                after(name, result)
+            if after_untimed is not None:
+                after_untimed(name, result)
 
     for name in calls:
         untimed(name, design.warmup)
@@ -65,19 +78,24 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
         rng.shuffle(order)
         for name in order:
             untimed(name, design.discard)
-            call, out = calls[name], times[name]
+            call, out, results = calls[name], times[name], []
+            meter = clocks.get(name) if clocks else None
+            before = meter.read() if meter else None
+            window = clock()
             for _ in range(design.block):
                 start = clock()
-                result = call()
+                results.append(call())
                 out.append((clock() - start) / 1e9)
-                if after is not None:
-                    after(name, result)
+            wall[name] += clock() - window
+            if meter is not None and before is not None:
+                after = meter.read()
+                for process, ns in after.items():
+                    cpu[name][process] = cpu[name].get(process, 0) + ns - before.get(process, ns)
             if between is not None:
-                between(name)
-    return times
+                between(name, results)
+    return Measurement(times, cpu, wall)
 
 
-def sequential(calls: Mapping[str, Callable[[], Any]], rounds: int, warmup: int = 50, *,
-               after: Callable[[str, Any], None] | None = None) -> dict[str, list[float]]:
+def sequential(calls: Mapping[str, Callable[[], Any]], rounds: int, warmup: int = 50) -> dict[str, list[float]]:
     """The old design, for comparison: each subject's rounds in one block, one after another."""
-    return measure(calls, Design(block=rounds, discard=warmup, blocks=1, warmup=0), seed=0, after=after)
+    return measure(calls, Design(block=rounds, discard=warmup, blocks=1, warmup=0), seed=0).times

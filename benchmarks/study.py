@@ -135,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.monotonic()
                 if warm:
                     with keep_warm():
-                        times = measure(calls, design, seed=rep)
+                        times = measure(calls, design, seed=rep).times
                 else:
-                    times = measure(calls, design, seed=rep)
+                    times = measure(calls, design, seed=rep).times
                 results[label].append({
                     "seconds": time.monotonic() - t0,
                     "median_us": {s: statistics.median(t) * 1e6 for s, t in times.items()},
