@@ -69,8 +69,8 @@ def table(operation: str, rows: dict[str, dict[str, Any]], ranking: dict[str, An
             f"{'× direct [99 % CI]':>22}   {'CPU µs/op: client':>17}{'service':>8}{'db':>7}{'rest':>7}")
     how = ""
     if design:
-        how = (f"; {design['rounds']} rounds each: {design['blocks']} cycles × {design['block']}, "
-               f"{design['discard']} discarded per block, subjects interleaved")
+        how = (f"; {design['rounds']} rounds each: {design['blocks']} cycles, each visiting every subject "
+               f"in random order for {design['discard']} untimed + {design['block']} timed call(s)")
     lines = [f"{operation} (µs per operation{how})", head, "-" * len(head)]
     for subject in order:
         s = rows[subject]

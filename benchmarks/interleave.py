@@ -28,9 +28,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Design:
-    block: int = 20       # timed calls per visit
-    discard: int = 3      # untimed calls at the start of each visit
-    blocks: int = 15      # cycles: every subject is visited this many times
+    block: int = 1        # timed calls per visit
+    discard: int = 1      # untimed calls at the start of each visit
+    blocks: int = 300     # cycles: every subject is visited this many times
     warmup: int = 30      # untimed calls per subject before the first cycle
 
     @property
@@ -38,7 +38,8 @@ class Design:
         return self.block * self.blocks
 
     def describe(self) -> dict[str, Any]:
-        return {"design": "interleaved blocks", "block": self.block, "discard": self.discard,
+        return {"design": "interleaved" if self.blocks > 1 else "sequential",
+                "block": self.block, "discard": self.discard,
                 "blocks": self.blocks, "warmup": self.warmup, "rounds": self.rounds,
                 "order": "every cycle visits every subject once, in a fresh random order"}
 

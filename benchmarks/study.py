@@ -11,9 +11,10 @@ kept from idling by SCHED_IDLE spinners (they yield at once to any real
 task). A rise after a sleep but not after busy work is wake-up from idle; a
 rise after busy work too is cache (or branch-predictor) eviction.
 
-Part 2, the designs: sequential blocks (the old way), per-call interleaving,
-interleaved blocks with discarded calls, each with and without keep-warm
-spinners, `--reps` times, repetitions interleaved across designs. Printed:
+Part 2, the designs: sequential blocks (the old way), per-call interleaving
+(with 0, 1 or 2 discarded calls before each timed one), interleaved blocks
+with discarded calls (--keep-warm: per-call with spinners too), `--reps`
+times, repetitions interleaved across designs. Printed:
 each subject's median ÷ direct's median per repetition, and the spread
 (max − min) / median of that ratio across repetitions, and each design's
 absolute medians. Results: results/study-<date>.json.
@@ -75,6 +76,44 @@ def gaps(call: Callable[[], Any], n: int, gap: float, how: str) -> float:
     return statistics.median(out)
 
 
+def cause(calls: dict[str, Callable[[], Any]], names: list[str], n: int, reps: int) -> dict[str, Any]:
+    """What precedes a timed call, drawn at random per call (so every condition
+    meets the same machine): the same subject's call (warm), 1 ms of sleep
+    (idle), 1 ms of busy pure Python in the client (caches and predictors see
+    other code, nothing idles), one call of another subject (what per-call
+    interleaving does), or, kept warm by SCHED_IDLE spinners, 1 ms of sleep."""
+    import random
+
+    others = [x for x in names if x != "direct"]
+    probe = ["direct", *others[:1]]
+    conditions = ["same subject", "sleep 1 ms", "busy 1 ms", "another subject's call"]
+    found: dict[str, dict[str, list[float]]] = {}
+    rng = random.Random(3)
+    for _rep in range(reps):
+        for subject in probe:
+            times: dict[str, list[float]] = {c: [] for c in conditions}
+            for _ in range(n):
+                condition = rng.choice(conditions)
+                if condition == "same subject":
+                    calls[subject]()
+                elif condition == "sleep 1 ms":
+                    time.sleep(0.001)
+                elif condition == "busy 1 ms":
+                    busy(0.001)
+                else:
+                    calls[rng.choice([x for x in names if x != subject])]()
+                start = time.perf_counter_ns()
+                calls[subject]()
+                times[condition].append((time.perf_counter_ns() - start) / 1e3)
+            for c, t in times.items():
+                found.setdefault(subject, {}).setdefault(c, []).append(statistics.median(t))
+    print("Part 1: median µs of one call, by what preceded it (drawn at random per call); per repetition")
+    for subject, rows in found.items():
+        for c, values in rows.items():
+            print(f"  {subject:<28}{c:<26}" + "".join(f"{v:>8.0f}" for v in values))
+    return found
+
+
 def ratios(times: dict[str, list[float]]) -> dict[str, float]:
     base = statistics.median(times["direct"])
     return {s: statistics.median(t) / base for s, t in times.items() if s != "direct"}
@@ -86,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=400)
     parser.add_argument("--operation", default="fetch-one", choices=("fetch-one", "fetch-100"))
     parser.add_argument("--skip-cause", action="store_true")
+    parser.add_argument("--keep-warm", action="store_true", help="also per-call with SCHED_IDLE spinners")
     args = parser.parse_args(argv)
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                            "operation": args.operation, "rounds": args.rounds, "load_before": os.getloadavg()}
@@ -101,34 +141,19 @@ def main(argv: list[str] | None = None) -> int:
             calls = {n: (lambda c=c: c.list(dataset.FETCH_SET, 0)) for n, c in clients.items()}
 
         if not args.skip_cause:
-            cause: dict[str, dict[str, float]] = {}
-            conditions = [("back to back", 0.0, "sleep", False), ("sleep 0.2 ms", 0.0002, "sleep", False),
-                          ("sleep 2 ms", 0.002, "sleep", False), ("busy 2 ms", 0.002, "busy", False),
-                          ("sleep 2 ms, kept warm", 0.002, "sleep", True)]
-            probe = ["direct", *[n for n in names if n.startswith("rest/")][:1]]
-            for _rep in range(args.reps):
-                for label, gap, how, warm in conditions:
-                    for subject in probe:
-                        if warm:
-                            with keep_warm():
-                                us = gaps(calls[subject], 300, gap, how)
-                        else:
-                            us = gaps(calls[subject], 300, gap, how)
-                        cause.setdefault(f"{subject}: {label}", []).append(us)  # type: ignore[arg-type]
-            out["cause"] = cause
-            print("Part 1: median µs of one call after ... (per repetition)")
-            for key, values in cause.items():
-                print(f"  {key:<45}" + "".join(f"{v:>8.0f}" for v in values))
+            out["cause"] = cause(calls, names, args.rounds * 2, args.reps)
 
         r = args.rounds
         designs: dict[str, tuple[Design, bool]] = {
             "sequential": (Design(block=r, discard=50, blocks=1, warmup=0), False),
             "per-call": (Design(block=1, discard=0, blocks=r, warmup=30), False),
-            "per-call, kept warm": (Design(block=1, discard=0, blocks=r, warmup=30), True),
+            "per-call, 1 discarded": (Design(block=1, discard=1, blocks=r, warmup=30), False),
+            "per-call, 2 discarded": (Design(block=1, discard=2, blocks=r, warmup=30), False),
+            "blocks 5 (2 discarded)": (Design(block=5, discard=2, blocks=r // 5, warmup=30), False),
             "blocks 20 (3 discarded)": (Design(block=20, discard=3, blocks=r // 20, warmup=30), False),
-            "blocks 20 (3 discarded), kept warm": (Design(block=20, discard=3, blocks=r // 20, warmup=30), True),
-            "blocks 50 (5 discarded)": (Design(block=50, discard=5, blocks=r // 50, warmup=30), False),
         }
+        if args.keep_warm:
+            designs["per-call, kept warm"] = (Design(block=1, discard=0, blocks=r, warmup=30), True)
         results: dict[str, list[dict[str, Any]]] = {d: [] for d in designs}
         for rep in range(args.reps):
             for label, (design, warm) in designs.items():

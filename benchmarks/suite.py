@@ -4,11 +4,13 @@ and handed to pytest-benchmark one subject at a time.
 Design (see README, "How it measures", and `python -m benchmarks.study`):
 every cycle visits every selected subject of the operation once in a fresh
 random order; a visit is DISCARD untimed calls then BLOCK timed calls. With
-CYCLES cycles every subject gets CYCLES × BLOCK rounds. Around each block the
+CYCLES cycles every subject gets CYCLES × BLOCK rounds. The default, one
+discarded and one timed call per visit ("warm pairs"), had the steadiest
+ratios of the designs measured (README). Around each block the
 CPU time of the client process, the subject's service tree and the database
 is read (lab.resources.CpuClock), so every figure of a subject comes from the
-same rounds. Settings: LAB_BENCH_CYCLES (15), LAB_BENCH_BLOCK (20),
-LAB_BENCH_DISCARD (3), LAB_BENCH_WARMUP (30).
+same rounds. Settings: LAB_BENCH_CYCLES (300), LAB_BENCH_BLOCK (1),
+LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ FETCH_ID = dataset.fetch_id()
 def design_from_env() -> Design:
     def get(name: str, default: int) -> int:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
-    return Design(block=get("BLOCK", 20), discard=get("DISCARD", 3), blocks=get("CYCLES", 15),
+    return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 300),
                   warmup=get("WARMUP", 30))
 
 
