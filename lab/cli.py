@@ -39,8 +39,9 @@ def serve(args: argparse.Namespace) -> int:
 
 def list_implementations(args: argparse.Namespace) -> int:
     for impl in discover():
-        print(f"{impl.name:<24} {impl.protocol:<8} {impl.language:<8} {impl.library:<18} "
-              f"{impl.server}")
+        missing = f"  [left out: needs {', '.join(impl.missing())}]" if impl.missing() else ""
+        print(f"{impl.name:<30} {impl.protocol:<8} {impl.language:<7} {impl.library:<18} "
+              f"{impl.server}{missing}")
     return 0
 
 

@@ -108,8 +108,13 @@ def dockerfile_of(impl: Implementation) -> str:
     return path.relative_to(settings.ROOT).as_posix()
 
 
+# Where the images keep the repository and an implementation's build output.
+CONTAINER_ROOT = Path("/app")
+CONTAINER_OUT = Path("/app/build")
+
+
 def container_command(impl: Implementation) -> str:
-    return shlex.join("python" if part == "{python}" else part for part in impl.command)
+    return shlex.join(impl.expand(impl.command, python="python", root=CONTAINER_ROOT, out=CONTAINER_OUT))
 
 
 def _q(value: object) -> str:

@@ -1,24 +1,76 @@
-"""Implementations are discovered from services/<protocol>/<library>/manifest.toml:
-adding one is adding a folder."""
+"""Implementations are discovered from services/<protocol>/<language>_<library>/manifest.toml:
+adding one, in any language, is adding a folder.
+
+The manifest (the same format for every language; services/README.md):
+
+    protocol = "rest"                 # the client and capture descriptor to use
+    language = "go"
+    library = "net/http"
+    server = "net/http"               # the production server it runs under
+    concurrency = "a goroutine per connection"
+    endpoint = "http://{host}:{port}"
+
+    [build]                           # optional; cached, rerun only when an input changes
+    command = ["go", "build", "-C", "{root}/services", "-o", "{out}/server", "./rest/go_nethttp"]
+    inputs = ["services/go.mod", "services/go.sum", "services/common/go/**", "services/rest/go_nethttp/**"]
+    output = ""                       # optional: a path (from the root) the build must leave, e.g.
+                                      # "services/node_modules"; without it the build reruns
+    needs = ["go"]                    # programs that must be on PATH
+
+    [run]                             # environment: HOST, PORT, MONGODB_URI, LAB_THREADS, LAB_CONTRACT
+    command = ["{out}/server"]
+
+    [versions]                        # where the library versions come from
+    lockfile = "services/go.mod"      # go.mod, package-lock.json, or "python" (the lab's environment)
+    packages = ["google.golang.org/grpc"]
+
+    [docker]
+    dockerfile = "../../../docker/go/Dockerfile"   # relative to the folder
+    port = 8000
+
+Placeholders in commands: {python} (the lab's interpreter), {root} (the
+repository), {dir} (the implementation's folder), {out} (its build output
+directory in the lab's cache). Every command runs in the repository root.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
+import re
+import shutil
+import subprocess
 import sys
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from lab import settings
 from lab.settings import PROTOCOL_ORDER, ROOT
 
 SERVICES = ROOT / "services"
+CONTRACT = ROOT / "contract" / "contract.json"
+# How to get a toolchain the lab found missing.
+TOOLCHAIN_HINTS = {
+    "go": "install Go >= 1.22 (https://go.dev/dl/ or your distribution's golang package)",
+    "node": "install Node.js >= 20 with npm (https://nodejs.org/ or your distribution's nodejs package)",
+    "npm": "install npm (it comes with Node.js)",
+}
+RUNTIME_VERSION = {"go": ["go", "version"], "node": ["node", "--version"]}
+
+
+class BuildFailed(RuntimeError):
+    pass
 
 
 @dataclass(frozen=True)
 class Implementation:
-    name: str  # "<protocol>/<library>", the folder under services/
+    name: str  # "<protocol>/<language>_<library>", the folder under services/
     protocol: str
     language: str
     library: str
@@ -26,36 +78,157 @@ class Implementation:
     path: Path
     command: tuple[str, ...]
     endpoint: str  # template with {host} and {port}
+    concurrency: str = ""
+    build_command: tuple[str, ...] = ()
+    build_inputs: tuple[str, ...] = ()
+    build_output: str = ""
+    needs: tuple[str, ...] = ()
+    lockfile: str = "python"
     packages: tuple[str, ...] = ()
     dockerfile: str = "Dockerfile"
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    # --- placeholders, build and run ---------------------------------------------
+
+    def out_dir(self) -> Path:
+        """The build output directory: keyed by a hash of the build's inputs."""
+        slug = self.name.replace("/", "-")
+        return settings.cache_dir() / "builds" / f"{slug}-{self.input_hash()}"
+
+    def expand(self, parts: Sequence[str], *, python: str = sys.executable, root: Path = ROOT,
+               out: Path | None = None) -> list[str]:
+        values = {"python": python, "root": str(root), "dir": str(root / self.path.relative_to(ROOT)),
+                  "out": str(out if out is not None else self.out_dir())}
+        return [part.format(**values) for part in parts]
+
     def argv(self) -> list[str]:
-        return [sys.executable if part == "{python}" else part for part in self.command]
+        return self.expand(self.command)
+
+    def env(self) -> dict[str, str]:
+        """What every implementation gets, whatever its language (besides HOST, PORT, MONGODB_URI)."""
+        return {"LAB_THREADS": str(settings.threads()), "LAB_CONTRACT": str(CONTRACT),
+                "PYTHONPATH": str(ROOT)}
+
+    def input_hash(self) -> str:
+        digest = hashlib.sha256(json.dumps(self.build_command).encode())
+        for file in self.input_files():
+            digest.update(file.relative_to(ROOT).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+        for tool in self.needs:
+            digest.update(_runtime_version(tool).encode())
+        return digest.hexdigest()[:16]
+
+    def input_files(self) -> list[Path]:
+        files: set[Path] = set()
+        for pattern in self.build_inputs:
+            for path in ROOT.glob(pattern):
+                if path.is_file() and "node_modules" not in path.parts:
+                    files.add(path)
+        return sorted(files)
+
+    def missing(self) -> list[str]:
+        """The programs this implementation needs that are not on PATH."""
+        return [tool for tool in self.needs if shutil.which(tool) is None]
+
+    def build(self, log: Path | None = None) -> Path | None:
+        """Run the build step once per set of inputs; its output directory (None if it has none)."""
+        if not self.build_command:
+            return None
+        missing = self.missing()
+        if missing:
+            raise BuildFailed(f"{self.name} needs {', '.join(missing)}: "
+                              + "; ".join(TOOLCHAIN_HINTS.get(t, f"install {t}") for t in missing))
+        out = self.out_dir()
+        if self._built(out):
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out.parent / f".{out.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one build even when two runs start at once
+            if self._built(out):
+                return out
+            out.mkdir(exist_ok=True)
+            print(f"protolab: building {self.name} into {out}", flush=True)
+            done = subprocess.run(self.expand(self.build_command, out=out), cwd=ROOT, capture_output=True,
+                                  text=True, timeout=1800)
+            if log is not None:
+                log.write_text(done.stdout + done.stderr)
+            if done.returncode != 0:
+                raise BuildFailed(f"building {self.name} failed (exit {done.returncode}):\n"
+                                  f"{(done.stdout + done.stderr)[-3000:]}")
+            (out / ".built").write_text(" ".join(self.expand(self.build_command, out=out)) + "\n")
+        return out
+
+    def _built(self, out: Path) -> bool:
+        return (out / ".built").exists() and (not self.build_output or (ROOT / self.build_output).exists())
 
     def endpoint_for(self, host: str, port: int) -> str:
         return self.endpoint.format(host=host, port=port)
 
+    # --- what it ran with --------------------------------------------------------
+
     def versions(self) -> dict[str, str]:
-        found = {}
-        for package in self.packages:
+        found = dict(_lock_versions(self.lockfile, self.packages))
+        for tool in self.needs:
+            if tool in RUNTIME_VERSION:
+                found[tool] = _runtime_version(tool)
+        if self.language == "python":
+            found["python"] = sys.version.split()[0]
+        return found
+
+
+@cache
+def _runtime_version(tool: str) -> str:
+    argv = RUNTIME_VERSION.get(tool, [tool, "--version"])
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return (done.stdout or done.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "not found"
+
+
+def _lock_versions(lockfile: str, packages: Sequence[str]) -> dict[str, str]:
+    """Versions of `packages` from the language's own lock file."""
+    found = {p: "not in lock file" for p in packages}
+    if lockfile == "python":
+        for package in packages:
             try:
                 found[package] = metadata.version(package)
             except metadata.PackageNotFoundError:
                 found[package] = "not installed"
         return found
+    path = ROOT / lockfile
+    if not path.is_file():
+        return {p: f"{lockfile} missing" for p in packages}
+    if path.name == "go.mod":
+        for module, version in re.findall(r"^\s*(?:require\s+)?([\w./~-]+)\s+(v[\w.+-]+)", path.read_text(), re.M):
+            if module in found:
+                found[module] = version
+    elif path.name == "package-lock.json":
+        lock = json.loads(path.read_text()).get("packages", {})
+        for package in packages:
+            entry = lock.get(f"node_modules/{package}")
+            if entry:
+                found[package] = entry.get("version", "?")
+    return found
 
 
 def _load(path: Path) -> Implementation:
     manifest = tomllib.loads(path.read_text())
     folder = path.parent
     name = folder.relative_to(SERVICES).as_posix()
+    run = manifest.get("run") or manifest.get("native") or {}
+    build = manifest.get("build", {})
+    versions = manifest.get("versions", {})
     try:
         return Implementation(
             name=name, protocol=manifest["protocol"], language=manifest["language"],
             library=manifest["library"], server=manifest["server"], path=folder,
-            command=tuple(manifest["native"]["command"]), endpoint=manifest["endpoint"],
-            packages=tuple(manifest.get("packages", ())),
+            command=tuple(run["command"]), endpoint=manifest["endpoint"],
+            concurrency=manifest.get("concurrency", ""),
+            build_command=tuple(build.get("command", ())), build_inputs=tuple(build.get("inputs", ())),
+            build_output=build.get("output", ""),
+            needs=tuple(dict.fromkeys([*build.get("needs", ()), *run.get("needs", ())])),
+            lockfile=versions.get("lockfile", "python"),
+            packages=tuple(versions.get("packages", manifest.get("packages", ()))),
             dockerfile=manifest.get("docker", {}).get("dockerfile", "Dockerfile"),
             manifest=manifest)
     except KeyError as exc:
@@ -72,11 +245,31 @@ def discover(root: Path = SERVICES) -> list[Implementation]:
 
 
 def select(names: Sequence[str] | None = None) -> list[Implementation]:
-    """The discovered implementations, or those named (an unknown name stops the run)."""
+    """The discovered implementations, or those named (an unknown name stops the
+    run). Unnamed, those whose toolchain is missing are left out, each with a line
+    that says what is missing and how to get it; named, they stop the run."""
     implementations = discover()
     if names:
         unknown = set(names) - {i.name for i in implementations}
         if unknown:
             raise SystemExit(f"unknown implementation(s): {', '.join(sorted(unknown))}")
-        implementations = [i for i in implementations if i.name in names]
-    return implementations
+        chosen = [i for i in implementations if i.name in names]
+        for impl in chosen:
+            if impl.missing():
+                raise SystemExit(_missing_line(impl))
+        return chosen
+    for impl in implementations:
+        if impl.missing():
+            _warn_once(_missing_line(impl))
+    return [i for i in implementations if not i.missing()]
+
+
+def _missing_line(impl: Implementation) -> str:
+    missing = impl.missing()
+    return (f"protolab: {impl.name} left out: needs {', '.join(missing)}, not on PATH; "
+            + "; ".join(TOOLCHAIN_HINTS.get(t, f"install {t}") for t in missing))
+
+
+@cache
+def _warn_once(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

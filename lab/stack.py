@@ -54,8 +54,7 @@ def _start_native(impl: Implementation, db: Database, logs: Path) -> tuple[Proce
         endpoint = impl.endpoint_for(host, port)
         process = Process(
             impl.name, impl.argv(), logs / f"{impl.name.replace('/', '-')}.log",
-            env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri,
-                 "LAB_THREADS": str(settings.threads()), "PYTHONPATH": str(settings.ROOT)},
+            env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri, **impl.env()},
             cwd=settings.ROOT)
         try:
             process.wait_until(lambda e=endpoint: check_health(impl.protocol, e) or True,
@@ -82,6 +81,8 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None) -> 
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-logs-")))
         db = stack.enter_context(database())
         lab = Lab(mode=mode, database=db, implementations=implementations)
+        for impl in implementations:  # builds are cached: only changed inputs rebuild
+            impl.build(logs / f"{impl.name.replace('/', '-')}.build.log")
         for impl in implementations:
             process, endpoint = _start_native(impl, db, logs)
             stack.callback(process.stop)

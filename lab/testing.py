@@ -11,10 +11,10 @@ import pytest
 
 from clients.base import GameClient
 from lab import settings
-from lab.registry import discover
+from lab.registry import select
 from lab.stack import Lab, running_lab
 
-IMPLEMENTATIONS = [impl.name for impl in discover()]
+IMPLEMENTATIONS = [impl.name for impl in select()]
 LAB_KEY = pytest.StashKey[Lab]()
 
 
