@@ -12,7 +12,10 @@ PYTEST_ARGS ?=
 
 .PHONY: fuzz bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
 
-bootstrap: $(STAMP) db
+# The venv's packages and the database's cargo build at the same time (the
+# build needs no venv: it runs with $(PYTHON)).
+bootstrap:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) db
 
 $(STAMP): pyproject.toml
 	@want=$$($(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))'); \
@@ -23,8 +26,8 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # The embedded database server, built once into the cache (skipped with MONGODB_URI).
-db: $(STAMP)
-	@if [ -z "$$MONGODB_URI" ]; then $(PY) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
+db:
+	@if [ -z "$$MONGODB_URI" ]; then $(PYTHON) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
 
 test: bootstrap
 	$(PY) -m pytest --benchmark-disable $(PYTEST_ARGS)

@@ -548,7 +548,10 @@ def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
             raise
         try:
             found = stack.containers()
-            lab = Lab(mode="docker", database=stack.database(), implementations=implementations)
+            # The database container's main process as the host sees it: its CPU per operation.
+            db_pid = int(found.get(MONGO_SERVICE, {}).get("State", {}).get("Pid") or 0) or None
+            lab = Lab(mode="docker", database=dataclasses.replace(stack.database(), pid=db_pid),
+                      implementations=implementations)
             for impl in implementations:
                 lab.endpoints[impl.name] = impl.endpoint_for("127.0.0.1", stack.ports[service_name(impl)])
                 lab.pids[impl.name] = int(found[service_name(impl)]["State"]["Pid"])

@@ -10,7 +10,7 @@ from capture import report as capture_report
 from clients.protocols import label
 from lab import compare, compose
 from lab import runs as bench_runs
-from report import figures, grouping, published
+from report import confidence, figures, grouping, published
 from report import load as load_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
@@ -386,6 +386,7 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     gaps = missing_section(page, inputs, discovered)
     context_section(page, inputs, head)
     latency_section(page, inputs)
+    confidence_rankings = confidence.sections(page, inputs)
     native_vs_docker_section(page, inputs)
     repeated_runs_section(page, inputs)
     rankings = study_section(page, inputs, study)
@@ -397,4 +398,4 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
                       f"{study['citation']['transcribed_from']}.",
                       "Lab results: `results/benchmarks/<mode>-latest.json` (benchmarks/conftest.py), "
                       "`results/capture/wire.json` and `wire-netns.json` (`python -m capture`)."]))
-    return page, {"missing": gaps, "rankings": rankings}
+    return page, {"missing": gaps, "rankings": rankings, "confidence": confidence_rankings}
