@@ -205,9 +205,10 @@ func (s *WSSession) unsubscribe(feed any) error {
 	running := s.subs[name]
 	delete(s.subs, name)
 	s.mu.Unlock()
-	if running != nil {
-		running.cancel()
-		<-running.done // no message of the feed follows the reply
+	if running == nil { // never subscribed, or its feed ended
+		return Errorf(InvalidArgument, "not subscribed to feed %s", pyRepr(name))
 	}
+	running.cancel()
+	<-running.done // no message of the feed follows the reply
 	return nil
 }
