@@ -35,6 +35,7 @@ type Limits struct {
 	DefaultListLimit int `json:"default_list_limit"`
 	MaxOffset        int `json:"max_offset"`
 	MaxFrameBytes    int `json:"max_frame_bytes"`
+	MaxResponseBytes int `json:"max_response_bytes"`
 }
 
 // ErrorRow is one row of the error table: the code's spelling per protocol.

@@ -43,6 +43,16 @@ func (c *Contract) CheckSize(size int) error {
 	return nil
 }
 
+// CheckResponseSize refuses an answer over max_response_bytes (a page of
+// large games: the caller asks for fewer).
+func (c *Contract) CheckResponseSize(size int) error {
+	if c.Limits.MaxResponseBytes > 0 && size > c.Limits.MaxResponseBytes {
+		return Errorf(ResourceExhausted, "the answer would be %d bytes, over the limit of %d: ask for fewer games",
+			size, c.Limits.MaxResponseBytes)
+	}
+	return nil
+}
+
 // Integer is a JSON value as an integer when it is one (a number token with
 // no fraction or exponent; values beyond int64 are clamped, so they fail any
 // range check). Python's type(v) is int, for JSON.

@@ -69,6 +69,9 @@ func (h *WSHandler) reply(requestID, result any, err error) []byte {
 	}
 	reply = append(reply, `,"result":`...)
 	reply = AppendJSON(reply, result)
+	if err := h.Contract.CheckResponseSize(len(reply) + 1); err != nil {
+		return h.reply(requestID, nil, err)
+	}
 	return append(reply, '}')
 }
 

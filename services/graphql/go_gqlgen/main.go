@@ -75,6 +75,15 @@ func respond(w http.ResponseWriter, status int, errs gqlerror.List, data json.Ra
 	common.WriteJSON(w, status, body)
 }
 
+// respondChecked is respond, or RESOURCE_EXHAUSTED for an answer over max_response_bytes.
+func (s *service) respondChecked(w http.ResponseWriter, status int, errs gqlerror.List, data json.RawMessage) {
+	if err := s.contract.CheckResponseSize(len(data) + len(`{"data":}`)); err != nil && len(data) > 0 {
+		s.failWith(w, err)
+		return
+	}
+	respond(w, status, errs, data, true)
+}
+
 func (s *service) fail(w http.ResponseWriter, status int, code, message string) {
 	respond(w, status, gqlerror.List{{Message: message, Extensions: map[string]any{"code": code}}}, nil, false)
 }
@@ -154,7 +163,7 @@ func (s *service) graphql(w http.ResponseWriter, r *http.Request) {
 	}
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
 	response := responses(ctx)
-	respond(w, http.StatusOK, contractCodes(response.Errors), response.Data, true)
+	s.respondChecked(w, http.StatusOK, contractCodes(response.Errors), response.Data)
 }
 
 // contractCodes gives every error a code of the contract: gqlgen's own

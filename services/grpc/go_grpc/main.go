@@ -49,7 +49,10 @@ func main() {
 		}
 		s.codes[code] = c
 	}
+	// grpc-go answers RESOURCE_EXHAUSTED for a request over 64 KiB, or an
+	// answer over max_response_bytes (a page of large games: ask for fewer).
 	server := grpc.NewServer(grpc.MaxRecvMsgSize(contract.Limits.MaxRequestBytes),
+		grpc.MaxSendMsgSize(contract.Limits.MaxResponseBytes),
 		grpc.ForceServerCodecV2(rawCodec{encoding.GetCodecV2(protocodec.Name)}))
 	server.RegisterService(strictDesc(&pb.Games_ServiceDesc), s)
 	healthServer := health.NewServer()

@@ -38,7 +38,13 @@ func (s *service) routes() *http.ServeMux {
 }
 
 func (s *service) reply(w http.ResponseWriter, status int, body any) {
-	common.WriteJSON(w, status, common.MarshalJSON(body))
+	data := common.MarshalJSON(body)
+	if err := s.contract.CheckResponseSize(len(data)); err != nil {
+		w.Header().Del("Location")
+		s.fail(w, err)
+		return
+	}
+	common.WriteJSON(w, status, data)
 }
 
 func (s *service) fail(w http.ResponseWriter, err error) {
