@@ -36,7 +36,9 @@ func (c *Contract) ReadBody(r *http.Request) ([]byte, error) {
 // Content-Length (as gunicorn sends it; net/http would chunk bodies over
 // 2 KiB, adding framing bytes the Python services do not send).
 func WriteJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	if w.Header().Get("Content-Type") == "" { // else a media type the handler negotiated
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

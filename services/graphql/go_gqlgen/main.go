@@ -14,7 +14,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -22,6 +25,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	common "protolab/services/common/go"
 	"protolab/services/graphql/go_gqlgen/generated"
@@ -37,6 +41,7 @@ func main() {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /graphql", s.graphql)
+	mux.HandleFunc("GET /graphql", s.graphql)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("/", s.unrouted)
 	common.ServeHTTP(mux)
@@ -96,7 +101,7 @@ func (s *service) failWith(w http.ResponseWriter, err error) {
 func (s *service) unrouted(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/graphql":
-		w.Header().Set("Allow", "POST")
+		w.Header().Set("Allow", "GET, POST")
 	case "/health":
 		w.Header().Set("Allow", "GET")
 	default:
@@ -117,20 +122,23 @@ func (s *service) health(w http.ResponseWriter, r *http.Request) {
 
 func (s *service) graphql(w http.ResponseWriter, r *http.Request) {
 	start := graphql.Now()
-	data, err := s.contract.ReadBody(r)
-	if err != nil {
-		s.failWith(w, err)
+	media := mediaType(r)
+	if media == "" {
+		w.Header().Set("Content-Type", jsonMedia)
+		s.fail(w, http.StatusNotAcceptable, common.InvalidArgument,
+			"Accept must allow "+graphqlResponseMedia+" or "+jsonMedia)
 		return
 	}
-	decoded, err := common.DecodeJSON(data)
-	if err != nil {
-		s.fail(w, http.StatusBadRequest, common.InvalidArgument, "malformed JSON body: "+err.Error())
+	w.Header().Set("Content-Type", media)
+	decoded, refused := s.params(r)
+	if refused != nil {
+		s.fail(w, refused.status, refused.code, refused.message)
 		return
 	}
 	body, ok := decoded.(map[string]any)
 	query, isString := body["query"].(string)
 	if !ok || !isString {
-		s.fail(w, http.StatusBadRequest, common.InvalidArgument, "the body must be an object with a string 'query'")
+		s.fail(w, http.StatusBadRequest, common.InvalidArgument, "the request must have a string 'query'")
 		return
 	}
 	params := &graphql.RawParams{Query: query, Headers: r.Header}
@@ -151,6 +159,13 @@ func (s *service) graphql(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.fail(w, http.StatusBadRequest, common.InvalidArgument, "'operationName' must be a string")
 		return
+	}
+	if r.Method == http.MethodGet {
+		if refused := mutationOverGet(query, params.OperationName); refused != nil {
+			w.Header().Set("Allow", refused.allow)
+			s.fail(w, refused.status, refused.code, refused.message)
+			return
+		}
 	}
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 
@@ -223,4 +238,119 @@ func falsy(v any) bool {
 		return err == nil && f == 0
 	}
 	return false
+}
+
+const (
+	jsonMedia            = "application/json"
+	graphqlResponseMedia = "application/graphql-response+json"
+)
+
+// mediaType is the reply's media type by Accept (as the Python service):
+// application/graphql-response+json when the client names it and prefers it
+// at least as much as JSON, else application/json (also for no Accept or
+// */*); "" when Accept allows neither.
+func mediaType(r *http.Request) string {
+	header := r.Header.Get("Accept")
+	if strings.TrimSpace(header) == "" {
+		return jsonMedia
+	}
+	q := map[string]float64{}
+	for _, part := range strings.Split(header, ",") {
+		media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		value := 1.0
+		if raw, ok := params["q"]; ok {
+			if value, err = strconv.ParseFloat(raw, 64); err != nil {
+				value = 0
+			}
+		}
+		q[media] = value
+	}
+	quality := func(media string) float64 {
+		if v, ok := q[media]; ok {
+			return v
+		}
+		if v, ok := q["application/*"]; ok {
+			return v
+		}
+		return q["*/*"]
+	}
+	if _, named := q[graphqlResponseMedia]; named && quality(graphqlResponseMedia) > 0 &&
+		quality(graphqlResponseMedia) >= quality(jsonMedia) {
+		return graphqlResponseMedia
+	}
+	switch {
+	case quality(jsonMedia) > 0 && quality(jsonMedia) >= quality(graphqlResponseMedia):
+		return jsonMedia
+	case quality(graphqlResponseMedia) > 0:
+		return graphqlResponseMedia
+	}
+	return ""
+}
+
+// params reads a GraphQL request: GET's query string (query, operationName,
+// variables as JSON) or POST's application/json body.
+func (s *service) params(r *http.Request) (any, *refusal) {
+	if r.Method == http.MethodGet {
+		query := r.URL.Query()
+		body := map[string]any{}
+		if values, ok := query["query"]; ok {
+			body["query"] = values[0]
+		}
+		if values, ok := query["operationName"]; ok {
+			body["operationName"] = values[0]
+		}
+		if values, ok := query["variables"]; ok {
+			variables, err := common.DecodeJSON([]byte(values[0]))
+			if err != nil {
+				return nil, &refusal{http.StatusBadRequest, common.InvalidArgument, "malformed JSON in 'variables': " + err.Error(), ""}
+			}
+			body["variables"] = variables
+		}
+		return body, nil
+	}
+	data, err := s.contract.ReadBody(r) // read whole first: the connection stays usable
+	if err != nil {
+		e := common.AsError(err)
+		return nil, &refusal{s.contract.HTTPStatus(e.Code), e.Code, e.Message, ""}
+	}
+	if media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); media != jsonMedia {
+		if media == "" {
+			media = "none"
+		}
+		return nil, &refusal{http.StatusUnsupportedMediaType, common.InvalidArgument,
+			"a GraphQL POST must have Content-Type application/json, not '" + media + "'", ""}
+	}
+	decoded, err := common.DecodeJSON(data)
+	if err != nil {
+		return nil, &refusal{http.StatusBadRequest, common.InvalidArgument, "malformed JSON body: " + err.Error(), ""}
+	}
+	return decoded, nil
+}
+
+type refusal struct {
+	status        int
+	code, message string
+	allow         string
+}
+
+// mutationOverGet refuses a mutation sent with GET (405, Allow: POST).
+func mutationOverGet(query, operationName string) *refusal {
+	document, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		return nil // execution reports the syntax error as usual
+	}
+	var operation *ast.OperationDefinition
+	if operationName != "" {
+		operation = document.Operations.ForName(operationName)
+	} else if len(document.Operations) == 1 {
+		operation = document.Operations[0]
+	}
+	if operation != nil && operation.Operation != ast.Query {
+		return &refusal{http.StatusMethodNotAllowed, common.InvalidArgument,
+			"a " + string(operation.Operation) + " needs POST", "POST"}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,7 +48,16 @@ func (s *service) reply(w http.ResponseWriter, status int, body any) {
 	common.WriteJSON(w, status, data)
 }
 
+// unsupportedMedia is a body that is not JSON: 415, the contract's INVALID_ARGUMENT.
+type unsupportedMedia string
+
+func (u unsupportedMedia) Error() string { return string(u) }
+
 func (s *service) fail(w http.ResponseWriter, err error) {
+	if u, ok := err.(unsupportedMedia); ok {
+		s.failWith(w, http.StatusUnsupportedMediaType, s.contract.CodeOfHTTPStatus(http.StatusUnsupportedMediaType), string(u))
+		return
+	}
 	e := common.AsError(err)
 	s.failWith(w, s.contract.HTTPStatus(e.Code), e.Code, e.Message)
 }
@@ -79,9 +89,15 @@ func (s *service) unrouted(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *service) body(r *http.Request) (any, error) {
-	data, err := s.contract.ReadBody(r)
+	data, err := s.contract.ReadBody(r) // read whole first: the connection stays usable
 	if err != nil {
 		return nil, err
+	}
+	if media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); media != "application/json" {
+		if media == "" {
+			media = "untyped"
+		}
+		return nil, unsupportedMedia("the body must be application/json, not '" + media + "'")
 	}
 	v, err := common.DecodeJSON(data)
 	if err != nil {
