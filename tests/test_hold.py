@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 
-from clients import CLIENTS
+from clients.protocols import get as protocol
 from lab import dataset
 from lab.registry import select
 from lab.testing import IMPLEMENTATIONS
@@ -46,7 +46,7 @@ def timed_calls(lab, name: str, calls: int = 5) -> list[float]:
     """Fresh client with a 2 s timeout; the seconds each fetch-one took."""
     impl = lab.implementation(name)
     fetch_id = dataset.fetch_id()
-    client = CLIENTS[impl.protocol](lab.endpoints[name], timeout=TIMEOUT)
+    client = protocol(impl.protocol).client_class()(lab.endpoints[name], timeout=TIMEOUT)
     try:
         took = []
         for _ in range(calls):
