@@ -24,11 +24,11 @@ import pytest
 from clients.protocols import get as protocol
 from lab import dataset
 from lab.registry import select
-from lab.testing import IMPLEMENTATIONS
+from lab.testing import CRUD_OPERATIONS
 
 TIMEOUT = 2.0
 HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)]
-NOT_HOLDING = sorted(set(IMPLEMENTATIONS) - set(HOLDING))
+NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_OPERATIONS))
 WS_HOLDING = [n for n in HOLDING if n.startswith("ws/")]
 FIRST_BYTES = {  # what a client sends first, per protocol
     "grpc": b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
