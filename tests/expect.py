@@ -13,7 +13,7 @@ from contract.errors import HTTP_STATUS, RESOURCE_EXHAUSTED, UNAVAILABLE, Contra
 def assert_native(protocol: str, error: ContractError, code: str) -> None:
     """The contract's error, spelled in the protocol's own terms."""
     assert error.code == code, error
-    if protocol == "rest":
+    if protocol in ("rest", "sse"):
         assert error.native == HTTP_STATUS[code], error
     elif protocol == "grpc":
         assert error.native == getattr(grpc.StatusCode, code), error
