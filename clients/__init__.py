@@ -7,12 +7,13 @@ from clients.direct import DirectClient
 from clients.graphql import GraphQLClient
 from clients.grpc import GrpcClient
 from clients.rest import RestClient
+from clients.soap import SoapClient
 from clients.sse import SseClient
 from clients.ws import WebSocketClient
 
 CLIENTS: dict[str, type] = {
     "rest": RestClient, "grpc": GrpcClient, "graphql": GraphQLClient, "ws": WebSocketClient,
-    "sse": SseClient, "direct": DirectClient,
+    "soap": SoapClient, "sse": SseClient, "direct": DirectClient,
 }
 
 

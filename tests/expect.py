@@ -23,6 +23,9 @@ def assert_native(protocol: str, error: ContractError, code: str) -> None:
         assert status in {RESOURCE_EXHAUSTED: (413,), UNAVAILABLE: (200, 503)}.get(code, (200, 400)), error
     elif protocol == "ws":
         assert error.native["code"] == code, error
+    elif protocol == "soap":  # (faultcode, the contract's code in the Fault's detail)
+        assert error.native == ("Server" if code in (UNAVAILABLE, "DEADLINE_EXCEEDED", "INTERNAL") else "Client",
+                                code), error
 
 
 def expect(protocol: str, code: str, call, *args: Any) -> None:

@@ -23,6 +23,11 @@ def test_generated_grpc_code_is_current():
         assert (CONTRACT / name).read_text() == text, f"run: python -m contract.generate ({name} is stale)"
 
 
+def test_wsdl_is_the_served_one():
+    from contract.wsdl import WSDL, wsdl
+    assert WSDL.read_bytes() == wsdl(), "run: python -m contract.wsdl (contract/games.wsdl is stale)"
+
+
 def test_proto_game_has_exactly_the_contract_fields():
     names = [f.name for f in pb.Game.DESCRIPTOR.fields]
     assert names == ["id", *FIELDS]
