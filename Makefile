@@ -59,6 +59,7 @@ test-docker: bootstrap
 NETNS ?=
 capture: bootstrap
 	$(PY) -m capture $(if $(NETNS),--netns)
+	$(PY) -m capture.push
 
 # One page from the saved results: results/report.html (self-contained) and results/report.md.
 report: $(STAMP)

@@ -33,7 +33,7 @@ WS_DATA_OPCODES = (WS_CONTINUATION, WS_TEXT, WS_BINARY)
 HELLO_COMMANDS = frozenset({"hello", "isMaster", "ismaster"})
 
 # Which tshark dissector decodes each protocol's port.
-DISSECTOR = {"rest": "http", "graphql": "http", "ws": "http", "grpc": "http2",
+DISSECTOR = {"rest": "http", "graphql": "http", "ws": "http", "grpc": "http2", "soap": "http", "sse": "http",
              "mongo": "mongo"}
 
 

@@ -19,7 +19,7 @@ STUDY = ("Kamiński et al., \"Comparative review of selected Internet communicat
 # Table 7 of the study, bytes, from the published figures kept as data.
 STUDY_TABLE_7 = published_bytes(load_published())
 STUDY_OPERATION = {"fetch-one": "Fetching element", "insert": "Inserting element"}
-PROTOCOL_NAME = {"rest": "REST", "grpc": "gRPC", "graphql": "GraphQL", "ws": "WebSockets"}
+PROTOCOL_NAME = {"rest": "REST", "grpc": "gRPC", "graphql": "GraphQL", "ws": "WebSockets", "soap": "SOAP", "sse": "SSE"}
 NETNS_NOTE = ("Captured on the host end of a veth pair into a network namespace, MTU 1,500: "
               "segments of at most 1,448 payload bytes in frames of at most 1,514 bytes, with "
               "a real 14-byte Ethernet header, as on a wired link. The service<->MongoDB "

@@ -9,7 +9,7 @@ from typing import Any
 
 PUBLISHED = Path(__file__).parent / "published"
 KAMINSKI = PUBLISHED / "kaminski2023.json"
-NAMES = {"rest": "REST", "grpc": "gRPC", "graphql": "GraphQL", "ws": "WebSockets"}
+NAMES = {"rest": "REST", "grpc": "gRPC", "graphql": "GraphQL", "ws": "WebSockets", "soap": "SOAP", "sse": "SSE"}
 
 
 def load(path: Path = KAMINSKI) -> dict[str, Any]:
