@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -16,6 +17,16 @@ from clients.base import Event, OperationClient
 from contract.codec import dumps, loads
 from contract.errors import ContractError, Unavailable, error_for
 from lab.settings import CALL_TIMEOUT
+
+
+def _reader_thread(target: Any) -> threading.Thread:
+    """The library's reader thread, its socket made blocking before it starts:
+    it blocks in recv() while the connection idles (receive(timeout=...)
+    bounds each call instead). Clearing the timeout after connect() raced
+    with the thread's first recv(), which then timed out after an idle
+    `timeout` and closed the connection (close code 1005 on the next send)."""
+    target.__self__.sock.settimeout(None)
+    return threading.Thread(target=target)
 
 
 class WebSocketClient(OperationClient):
@@ -30,12 +41,9 @@ class WebSocketClient(OperationClient):
         previous = socket.getdefaulttimeout()
         socket.setdefaulttimeout(timeout)
         try:
-            self.ws = Client.connect(endpoint)
+            self.ws = Client.connect(endpoint, thread_class=_reader_thread)
         finally:
             socket.setdefaulttimeout(previous)
-        # From here on the library's reader thread blocks in recv() while the
-        # connection idles; receive(timeout=...) bounds each call instead.
-        self.ws.sock.settimeout(None)
         self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _receive(self, timeout: float) -> tuple[dict[str, Any], int]:

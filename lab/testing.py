@@ -49,6 +49,16 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _terminate)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """A service that died during a test stops the run, saying which and why
+    (rather than every later test failing on a refused connection)."""
+    running = item.config.stash.get(LAB_KEY, None)
+    gone = running.exited() if running is not None else []
+    if gone:
+        pytest.exit("stopping the run: a service of the lab is gone: " + "; ".join(gone), returncode=3)
+
+
 @pytest.fixture(scope="session")
 def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     # Tests need change streams (the push feed `changes`); timings are taken without.

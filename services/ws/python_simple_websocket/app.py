@@ -15,13 +15,20 @@ from simple_websocket import ConnectionClosed, Server
 
 from contract.codec import dumps, loads
 from contract.errors import INTERNAL, ContractError, InvalidArgument
-from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, check_size
+from contract.game import (
+    DEFAULT_LIST_LIMIT,
+    LIMITS,
+    MAX_RESPONSE_BYTES,
+    check_response_size,
+    check_size,
+)
 from services.common.feeds import Connection, WebSocketPush
 from services.common.store import Store
 
-# Frames above this close the connection (1009); below it, MAX_REQUEST_BYTES
-# is enforced per message with an error reply, keeping the connection.
-MAX_FRAME_BYTES = 16 * MAX_REQUEST_BYTES
+# Frames above max_frame_bytes close the connection (1009); below it,
+# MAX_REQUEST_BYTES is enforced per message with an error reply, keeping the
+# connection. A reply over MAX_RESPONSE_BYTES becomes a RESOURCE_EXHAUSTED reply.
+MAX_FRAME_BYTES = LIMITS["max_frame_bytes"]
 
 app = Flask(__name__)
 store = Store()
@@ -81,13 +88,24 @@ def handle(message: str | bytes, conn: Connection | None = None) -> dict[str, An
         return {"request_id": request_id, "error": {"code": INTERNAL, "message": str(exc)}}
 
 
+def _reply(answer: dict[str, Any]) -> str:
+    text = dumps(answer)
+    # A str of n characters is at most 4n bytes of UTF-8: most replies skip the encoding.
+    if len(text) * 4 > MAX_RESPONSE_BYTES and len(text.encode()) > MAX_RESPONSE_BYTES:
+        try:
+            check_response_size(len(text.encode()))
+        except ContractError as exc:
+            text = dumps({"request_id": answer["request_id"], "error": {"code": exc.code, "message": exc.message}})
+    return text
+
+
 @app.route("/ws", websocket=True)
 def websocket() -> Response:
     ws = Server.accept(http_request.environ, max_message_size=MAX_FRAME_BYTES)
     conn = push.connect(ws.send)
     try:
         while True:
-            conn.reply(dumps(handle(ws.receive(), conn)))
+            conn.reply(_reply(handle(ws.receive(), conn)))
     except ConnectionClosed:
         pass
     finally:
