@@ -28,6 +28,7 @@ from typing import Any
 
 from lab import settings
 from lab.context import run_context
+from lab.registry import select
 from lab.resources import cpu_seconds
 from lab.stack import running_lab
 
@@ -104,7 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     rows = []
-    with running_lab(args.only, "native") as lab:
+    names = args.only or [i.name for i in select() if i.protocol == "sse"]
+    with running_lab(names, "native") as lab:
         for impl in (i for i in lab.implementations if i.protocol == "sse"):
             for scenario, params in scenarios(args.quick):
                 raw = out / "push-raw" / stamp / f"{impl.name.replace('/', '-')}-{scenario}-{len(rows)}.csv"
