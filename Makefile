@@ -68,6 +68,7 @@ test-docker: bootstrap
 NETNS ?=
 capture: bootstrap
 	$(PY) -m capture $(if $(NETNS),--netns)
+	$(PY) -m capture.push
 
 # Concurrent load with k6 (load/): make load LOAD_ARGS="--impl rest/python_flask --clients 10 100"
 LOAD_ARGS ?=

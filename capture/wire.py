@@ -68,6 +68,7 @@ from capture.workload import OPERATIONS, RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS
 from lab import dataset
 from lab.context import run_context
+from lab.registry import CRUD_OPERATIONS
 from lab.stack import running_lab
 
 PHASES = ("tcp_setup", "app_setup", "operation", "app_teardown", "tcp_teardown")
@@ -226,7 +227,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
             lab = stack.enter_context(running_lab(names, "native"))
         progress(f"lab up in {time.monotonic() - started:.1f} s: "
                  + ", ".join(f"{k} {v}" for k, v in lab.endpoints.items()))
-        impls = [i for i in lab.implementations]
+        impls = [i for i in lab.implementations if i.serves(*CRUD_OPERATIONS)]  # push: capture/push.py
         protocols = {i.name: i.protocol for i in impls}
         ports = {i.name: service_port(lab.endpoints[i.name]) for i in impls}
         db_port = urlparse(lab.database.uri).port

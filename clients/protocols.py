@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from contract.errors import GRPC_STATUS, HTTP_STATUS, RESOURCE_EXHAUSTED, UNAVAILABLE
+from contract.errors import ERRORS, GRPC_STATUS, HTTP_STATUS, RESOURCE_EXHAUSTED, UNAVAILABLE
 
 TRANSPORTS = ("http", "http2", "websocket")
 PAYLOADS = ("http_body", "grpc_messages", "websocket_data")
@@ -90,6 +90,11 @@ def _graphql_error(native: Any, code: str) -> bool:
     return extension_code == code and status in allowed
 
 
+def _soap_fault(native: Any, code: str) -> bool:
+    """(faultcode without its subcode, the contract code in the Fault's detail)."""
+    return native == (ERRORS[code]["soap"]["faultcode"], code)
+
+
 def _message_error(native: Any, code: str) -> bool:
     return isinstance(native, dict) and native.get("code") == code
 
@@ -130,6 +135,13 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
         client_packages=("python-socketio", "python-engineio", "websocket-client"),
         native_error=_message_error,
         error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)'),
+    Protocol(
+        name="soap", label="SOAP", client="clients.soap:SoapClient",
+        endpoint="http://{host}:{port}/soap", default_port=8000, transport="http", payload="http_body",
+        payload_source="HTTP body (the SOAP envelope): http.content_length",
+        client_packages=("zeep", "lxml", "requests"), native_error=_soap_fault,
+        error_spelling="a SOAP 1.1 Fault: faultcode Client or Server (contract.json column soap), "
+                       "the contract code in <detail><code>"),
     Protocol(
         name="sse", label="SSE", client="clients.sse:SseClient",
         endpoint="http://{host}:{port}", default_port=8000, transport="http", payload="http_body",

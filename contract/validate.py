@@ -27,6 +27,7 @@ from referencing.jsonschema import DRAFT202012
 CONTRACT_DIR = Path(__file__).resolve().parent
 OPENAPI_PATH = CONTRACT_DIR / "openapi.yaml"
 WS_SCHEMA_PATH = CONTRACT_DIR / "ws-protocol.schema.json"
+PUSH_SCHEMA_PATH = CONTRACT_DIR / "push.schema.json"
 GRAPHQL_SDL_PATH = CONTRACT_DIR / "schema.graphql"
 _OPENAPI_URI = "urn:protolab:openapi"
 
@@ -97,7 +98,11 @@ def rest_response_errors(method: str, path: str, status: int, content_type: str 
 
 @cache
 def _ws_validator() -> Draft202012Validator:
-    return Draft202012Validator(ws_schema())
+    # ws-protocol.schema.json refers to push.schema.json (the feeds) and back, by $id.
+    push = json.loads(PUSH_SCHEMA_PATH.read_text())
+    registry = Registry().with_resources(
+        (schema["$id"], Resource(contents=schema, specification=DRAFT202012)) for schema in (ws_schema(), push))
+    return Draft202012Validator(ws_schema(), registry=registry)
 
 
 def ws_message_errors(message: str | bytes | dict[str, Any]) -> list[str]:

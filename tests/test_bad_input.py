@@ -156,6 +156,32 @@ def test_grpc_raw_bytes(served, seeded, case, suffix):
             game_to_message(seeded[0], known).SerializeToString() + suffix)
 
 
+SOAP_ENVELOPE = ('<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" '
+                 'xmlns:g="urn:protolab:games"><soapenv:Body>{}</soapenv:Body></soapenv:Envelope>')
+
+
+def _soap_create(game_xml: str) -> bytes:
+    return SOAP_ENVELOPE.format(f"<g:create><g:game>{game_xml}</g:game></g:create>").encode()
+
+
+@pytest.mark.parametrize("case,body", [
+    ("not XML", b"<soapenv:Envelope"),
+    ("bad UTF-8", b"\xff\xfe<x/>"),
+    ("no body", SOAP_ENVELOPE.format("").encode()),
+    ("unknown operation", SOAP_ENVELOPE.format("<g:drop/>").encode()),
+    ("game missing every field", _soap_create("")),
+    ("bool as text", _soap_create("<g:has_paid_dlc>yes</g:has_paid_dlc>")),
+    ("operator as element", _soap_create("<g:name><g:ne/></g:name>")),
+    ("external entity", b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                        + _soap_create("<g:name>&x;</g:name>")),
+])
+def test_soap_raw_xml(served, case, body):
+    impl, protocol, client = served
+    if protocol != "soap":
+        pytest.skip("SOAP envelopes")
+    expect(protocol, INVALID_ARGUMENT, client.send_raw, "create", body)
+
+
 def test_operator_lookalike_strings_are_stored_literally(served, lab):
     """A string that looks like an operator is data, not a query."""
     impl, protocol, client = served

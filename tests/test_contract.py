@@ -26,6 +26,11 @@ def test_generated_grpc_code_is_current():
         assert (CONTRACT / name).read_text() == text, f"run: python -m contract.generate ({name} is stale)"
 
 
+def test_wsdl_is_the_served_one():
+    from contract.wsdl import WSDL, wsdl
+    assert WSDL.read_bytes() == wsdl(), "run: python -m contract.wsdl (contract/games.wsdl is stale)"
+
+
 @pytest.mark.skipif(shutil.which("go") is None, reason="Go not installed")
 def test_generated_go_grpc_code_is_current():
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,29 @@
+"""Print the SOAP service's WSDL into contract/games.wsdl: python -m contract.wsdl
+(tests/test_contract.py fails when the file is stale)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lxml import etree
+
+WSDL = Path(__file__).parent / "games.wsdl"
+ADDRESS = "http://127.0.0.1:8000/soap"  # clients set their own (zeep create_service)
+
+
+def wsdl() -> bytes:
+    os.environ.setdefault("MONGODB_URI", "mongodb://127.0.0.1:9/?directConnection=true")  # never contacted
+    from spyne.interface.wsdl import Wsdl11
+
+    from services.soap.python_spyne.app import soap
+
+    document = Wsdl11(soap.interface)
+    document.build_interface_document(ADDRESS)
+    tree = etree.fromstring(document.get_interface_document())
+    return etree.tostring(tree, pretty_print=True, xml_declaration=True, encoding="UTF-8")
+
+
+if __name__ == "__main__":
+    WSDL.write_bytes(wsdl())
+    print(f"wrote {WSDL}")

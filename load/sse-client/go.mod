@@ -1,0 +1,3 @@
+module protolab/load/sse-client
+
+go 1.24
