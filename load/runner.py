@@ -271,6 +271,9 @@ def closed_sweep(lab: Lab, impl: Implementation, s: Settings, clients: tuple[int
                  report: Any = print) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     throughput = 0.0
+    limit = max_connections(impl)
+    if limit is not None and clients and min(clients) > limit:
+        clients = (limit, *clients)  # as many as it holds, then the levels it cannot (recorded as skipped)
     for n in clients:
         row = run(lab, impl, s, model="closed", clients=n, round_s=n / throughput if throughput else 0.0)
         report(line(row))
