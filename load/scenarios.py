@@ -111,6 +111,7 @@ def once(lab: Any, impl: Any, calls: int, pins: pinning.Pinning) -> dict[str, An
         run.stop()
     first, _ = k6.run_start(run.check_output(), impl.protocol)
     samples = k6.read_samples(run.csv, impl.protocol, (0, 2 ** 62))
+    run.cleanup()
     # From the first call's start (its connection set up just before it; for
     # WebSocket the handshake is in lab_connect) to the last reply.
     connect = samples.connect.get_max_value() if samples.connect.get_total_count() else 0

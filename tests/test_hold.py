@@ -148,6 +148,7 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
     finally:
         run.stop()
     samples = k6.read_samples(run.check_output(), "ws", (0, 2 ** 62))
+    run.cleanup()
     print(f"{name}: {peak} connections open at once; {samples.ops_total} requests answered; "
           f"errors {dict(samples.errors)}; handshake p50 {samples.connect.get_value_at_percentile(50) / 1e3:.0f} ms "
           f"max {samples.connect.get_max_value() / 1e3:.0f} ms")
