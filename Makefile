@@ -10,9 +10,12 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
+.PHONY: fuzz bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
 
-bootstrap: $(STAMP) db
+# The venv's packages and the database's cargo build at the same time (the
+# build needs no venv: it runs with $(PYTHON)).
+bootstrap:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) db
 
 $(STAMP): pyproject.toml
 	@want=$$($(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))'); \
@@ -23,11 +26,17 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # The embedded database server, built once into the cache (skipped with MONGODB_URI).
-db: $(STAMP)
-	@if [ -z "$$MONGODB_URI" ]; then $(PY) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
+db:
+	@if [ -z "$$MONGODB_URI" ]; then $(PYTHON) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
 
 test: bootstrap
 	$(PY) -m pytest --benchmark-disable $(PYTEST_ARGS)
+
+# Fuzzing from the contract, longer than make test's: FUZZ_CASES per implementation
+# (counts in results/fuzz/latest.json and at the end of the output).
+FUZZ_CASES ?= 10000
+fuzz: bootstrap
+	FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS)
 
 bench: bootstrap
 	$(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
