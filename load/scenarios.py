@@ -42,7 +42,8 @@ def kcheck(args: argparse.Namespace) -> int:
     from load.__main__ import load_context, write
     pins = pinning.plan(not args.no_pin)
     results: dict[str, dict[str, Any]] = {}
-    with running_lab(args.impl or None) as lab:
+    from load.__main__ import drivable
+    with running_lab(drivable(args.impl, KCHECK_OPERATIONS)) as lab:
         for operation in KCHECK_OPERATIONS:
             s = runner.Settings(operation=operation, warmup_s=args.warmup, steady_s=max(args.duration, 3.0),
                                 pinning=pins)
@@ -72,7 +73,8 @@ def feathers(args: argparse.Namespace) -> int:
     calls_list = tuple(args.calls) if getattr(args, "calls", None) else FEATHERS_CALLS
     s = runner.Settings(operation="health", pinning=pins)
     results: dict[str, list[dict[str, Any]]] = {}
-    with running_lab(args.impl or list(FEATHERS_DEFAULT)) as lab:
+    from load.__main__ import drivable
+    with running_lab(drivable(args.impl or list(FEATHERS_DEFAULT), ("health",))) as lab:
         prepare(lab, "health")
         for impl in lab.implementations:
             for calls in calls_list:

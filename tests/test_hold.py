@@ -27,7 +27,8 @@ from lab.registry import select
 from lab.testing import CRUD_OPERATIONS
 
 TIMEOUT = 2.0
-HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)]
+HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)
+           and i.serves(*CRUD_OPERATIONS)]
 NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_OPERATIONS))
 WS_HOLDING = [n for n in HOLDING if n.startswith("ws/")]
 FIRST_BYTES = {  # what a client sends first, per protocol
