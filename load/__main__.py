@@ -15,6 +15,7 @@ from typing import Any
 
 from lab import settings
 from lab.context import run_context
+from lab.registry import select
 from lab.stack import running_lab
 from lab.tools import k6, k6_version
 from load import operations, pinning, runner
@@ -59,6 +60,21 @@ def main(argv: list[str] | None = None) -> int:
     return run(args)
 
 
+def drivable(names: list[str] | None, operations_: tuple[str, ...]) -> list[str]:
+    """The implementations named (default: all) that k6 can drive with every
+    one of `operations_`; the others are named with the reason."""
+    chosen = []
+    for impl in select(names or None):
+        reasons = [r for op in operations_ if (r := operations.why_not(impl, op))]
+        if reasons:
+            print(f"{impl.name}: left out: {reasons[0]}")
+        else:
+            chosen.append(impl.name)
+    if not chosen:
+        raise SystemExit("no implementation to drive")
+    return chosen
+
+
 def run(args: argparse.Namespace) -> int:
     if args.scenario != "sweep":
         from load import scenarios
@@ -71,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     s = runner.Settings(operation=args.operation, warmup_s=args.warmup, steady_s=args.duration,
                         p99_limit_ms=args.p99_limit, pinning=pins, target_host=args.target_host,
                         segments=args.generators)
-    with running_lab(args.impl or None) as lab, _network(args, s, lab):
+    with running_lab(drivable(args.impl, (args.operation,))) as lab, _network(args, s, lab):
         results: dict[str, Any] = {}
         for impl in lab.implementations:
             t0 = time.monotonic()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -232,6 +233,10 @@ class K6Run:
             time.sleep(0.05)
         terminate(self.popen, group=True)
         raise RuntimeError(f"k6 did not finish within {timeout:.0f} s; log: {self.log}")
+
+    def cleanup(self) -> None:
+        """Remove the raw output (once folded): a sweep writes some MB per run."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def poll(self) -> int | None:
         """k6's exit code once it has exited (reaping it with its CPU account), else None."""

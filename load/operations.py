@@ -70,6 +70,19 @@ def request(protocol: str, endpoint: str, operation: str) -> dict[str, Any]:
     raise SystemExit(f"the load instrument has no k6 script for protocol {protocol!r}")
 
 
+SCRIPTS = {"rest": "http.js", "graphql": "http.js", "grpc": "grpc.js", "ws": "ws.js"}
+
+
+def why_not(impl: Any, operation: str) -> str | None:
+    """Why the load instrument cannot drive `impl` with `operation` (None: it can)."""
+    if impl.protocol not in SCRIPTS:
+        return f"no k6 script for protocol {impl.protocol!r} (load/scripts/)"
+    op, _ = _call(operation)
+    if not impl.serves(op):
+        return f"it does not serve {op!r} (its manifest's operations)"
+    return None
+
+
 def script(protocol: str) -> str:
     """The k6 script of a protocol (load/scripts/)."""
-    return {"rest": "http.js", "graphql": "http.js", "grpc": "grpc.js", "ws": "ws.js"}[protocol]
+    return SCRIPTS[protocol]

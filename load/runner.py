@@ -166,9 +166,12 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     samples = k6.Samples()
     for r in runs:
         samples.merge(k6.read_samples(r.csv, protocol, window_us))
+    failures = [r.log_tail() for r in runs if r.popen and r.popen.returncode not in (0, None)]
+    for r in runs:
+        r.cleanup()
     window = (window_us[0] / 1e6, min(window_us[1], (samples.last_us or 0) + 1) / 1e6)
     row = _row(impl, s, model, clients, rate, calls, samples, window, sampler, offset, pinning, n,
-               [r.log_tail() for r in runs if r.popen and r.popen.returncode not in (0, None)],
+               failures,
                {f"generator{i}" if n > 1 else "generator": r.cpu_s for i, r in enumerate(runs)})
     row["settled_before_s"] = settled_s
     return row
@@ -271,6 +274,9 @@ def closed_sweep(lab: Lab, impl: Implementation, s: Settings, clients: tuple[int
                  report: Any = print) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     throughput = 0.0
+    limit = max_connections(impl)
+    if limit is not None and clients and min(clients) > limit:
+        clients = (limit, *clients)  # as many as it holds, then the levels it cannot (recorded as skipped)
     for n in clients:
         row = run(lab, impl, s, model="closed", clients=n, round_s=n / throughput if throughput else 0.0)
         report(line(row))

@@ -42,7 +42,8 @@ def kcheck(args: argparse.Namespace) -> int:
     from load.__main__ import load_context, write
     pins = pinning.plan(not args.no_pin)
     results: dict[str, dict[str, Any]] = {}
-    with running_lab(args.impl or None) as lab:
+    from load.__main__ import drivable
+    with running_lab(drivable(args.impl, KCHECK_OPERATIONS)) as lab:
         for operation in KCHECK_OPERATIONS:
             s = runner.Settings(operation=operation, warmup_s=args.warmup, steady_s=max(args.duration, 3.0),
                                 pinning=pins)
@@ -72,7 +73,8 @@ def feathers(args: argparse.Namespace) -> int:
     calls_list = tuple(args.calls) if getattr(args, "calls", None) else FEATHERS_CALLS
     s = runner.Settings(operation="health", pinning=pins)
     results: dict[str, list[dict[str, Any]]] = {}
-    with running_lab(args.impl or list(FEATHERS_DEFAULT)) as lab:
+    from load.__main__ import drivable
+    with running_lab(drivable(args.impl or list(FEATHERS_DEFAULT), ("health",))) as lab:
         prepare(lab, "health")
         for impl in lab.implementations:
             for calls in calls_list:
@@ -111,6 +113,7 @@ def once(lab: Any, impl: Any, calls: int, pins: pinning.Pinning) -> dict[str, An
         run.stop()
     first, _ = k6.run_start(run.check_output(), impl.protocol)
     samples = k6.read_samples(run.csv, impl.protocol, (0, 2 ** 62))
+    run.cleanup()
     # From the first call's start (its connection set up just before it; for
     # WebSocket the handshake is in lab_connect) to the last reply.
     connect = samples.connect.get_max_value() if samples.connect.get_total_count() else 0

@@ -69,7 +69,9 @@ def section(page: Page, results_dir: Path) -> list[str]:
     rows = []
     for name, entry in results.items():
         closed = {r["clients"]: r for r in entry.get("closed", [])}
-        row = [name, str(entry.get("concurrency", ""))[:40]]
+        conc = entry.get("concurrency", "")
+        conc = conc.get("model", "") if isinstance(conc, dict) else conc.split(":")[0]
+        row = [name, conc]
         for n in SHOWN_CLIENTS:
             r = closed.get(n)
             if r is None or "skipped" in r:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lab.testing import IMPLEMENTATIONS
-from load import pinning, runner
+from load import operations, pinning, runner
 from load.state import prepare
 
 
@@ -28,6 +28,9 @@ def settings(**kw) -> runner.Settings:
 def test_short_load_run(lab, k6_binary, name):
     """20 clients (or as many as the manifest says it holds), 3 s, fetch-one."""
     impl = lab.implementation(name)
+    reason = operations.why_not(impl, "fetch-one")
+    if reason:
+        pytest.skip(f"{name}: {reason}")
     prepare(lab, "fetch-one")
     clients = min(20, runner.max_connections(impl) or 20)
     row = runner.run(lab, impl, settings(), model="closed", clients=clients)
