@@ -158,9 +158,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def k6_status() -> str:
     """The load instrument's k6 figures at concurrency 1 sit beside these in make report."""
-    path = settings.RESULTS / "load" / "k6-latency.json"
-    return f"see {path.relative_to(settings.ROOT)} and make report" if path.exists() else \
-        "not measured (k6 at concurrency 1 is the load instrument's, load/)"
+    path = settings.RESULTS / "load" / "kcheck-latest.json"
+    return f"{path.relative_to(settings.ROOT)}, beside these medians in make report" if path.exists() else \
+        "not measured (python -m load --scenario kcheck: k6 at concurrency 1; make report sets it beside these)"
 
 
 def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str, Any]:

@@ -27,7 +27,9 @@ from lab.resources import CpuClock
 from lab.statistics import rank
 from lab.testing import IMPLEMENTATIONS
 
+# pytest parameters (an implementation that serves no CRUD is skipped, saying why) and their names.
 SUBJECTS = [*IMPLEMENTATIONS, "direct"]
+NAMES = [getattr(p, "values", (p,))[0] for p in SUBJECTS]
 OPERATIONS = ("insert", "fetch-one", "fetch-100")
 TESTS = {"test_insert": "insert", "test_fetch_one": "fetch-one", "test_fetch_100": "fetch-100"}
 INSERT_GAME = dataset.median_game()
@@ -158,9 +160,10 @@ def selected_subjects(items: list[Any]) -> dict[str, list[str]]:
     for item in items:
         op = TESTS.get(getattr(item, "originalname", ""))
         callspec = getattr(item, "callspec", None)
-        if op and callspec is not None and "subject" in callspec.params:
+        if op and callspec is not None and "subject" in callspec.params \
+                and item.get_closest_marker("skip") is None:
             found.setdefault(op, set()).add(callspec.params["subject"])
-    return {op: [s for s in SUBJECTS if s in subjects] for op, subjects in found.items()}
+    return {op: [s for s in NAMES if s in subjects] for op, subjects in found.items()}
 
 
 def record(benchmark: Any, result: Result, subject: str) -> None:

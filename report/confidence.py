@@ -1,7 +1,7 @@
 """The report's sections on what a run's numbers support: rankings with their
 bootstrap intervals, where each operation's time goes (CPU of client,
-service and database beside wall time), the noise guard, and the k6
-cross-check's place."""
+service and database beside wall time), and the noise guard. (k6 at
+concurrency 1 beside the Python client: report/load.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from report.inputs import MODES, RUN_COMMAND, Inputs
 from report.page import Bullets, Figure, Heading, Page, Para, Table
 
 CPU_PARTS = {"client": "#4c78a8", "service": "#f58518", "database": "#54a24b", "rest": "#d9d9d9"}
-K6_RESULT = "load/k6-latency.json"
 
 
 def cpu_parts(row: dict[str, Any]) -> dict[str, float] | None:
@@ -148,19 +147,8 @@ def noise_section(page: Page, inputs: Inputs) -> None:
     page.add(Bullets(items) if items else Para("No benchmark run saved.", "missing"))
 
 
-def k6_section(page: Page, inputs: Inputs) -> None:
-    path = inputs.results_dir / K6_RESULT
-    page.add(Heading(2, "A second client: k6", "k6"))
-    if not path.exists():
-        page.add(Para(f"k6 at concurrency 1: not measured — no `results/{K6_RESULT}` (the load "
-                      "instrument, `load/`, writes it).", "missing"))
-    else:
-        page.add(Para(f"k6 at concurrency 1: see `results/{K6_RESULT}`."))
-
-
 def sections(page: Page, inputs: Inputs) -> list[str]:
     rankings = rankings_section(page, inputs)
     cpu_section(page, inputs)
-    noise_section(page, inputs)
-    k6_section(page, inputs)
+    noise_section(page, inputs)  # k6 at concurrency 1: the load section's cross-check (report/load.py)
     return rankings

@@ -355,4 +355,3 @@ def test_report_shows_rankings_with_confidence_the_cpu_split_and_the_noise_guard
     assert "client CPU" in md and "insert, native mode: wall time per operation split" in md
     assert html.count("<svg") == 4 + 3  # + one CPU figure per operation
     assert "**flagged**" in md and "calibration moved +33%" in md
-    assert "k6 at concurrency 1: not measured" in md
