@@ -34,6 +34,10 @@ MAX_REQUEST_BYTES = LIMITS["max_request_bytes"]
 MAX_LIST_LIMIT = LIMITS["max_list_limit"]
 DEFAULT_LIST_LIMIT = LIMITS["default_list_limit"]
 MAX_OFFSET = LIMITS["max_offset"]
+# The largest answer a service sends: gRPC clients refuse more than 4 MiB by
+# default. A page of the dataset's 1,000 largest games is ~2.5 MB of JSON;
+# created games of up to 64 KiB each could make a page of 64 MB.
+MAX_RESPONSE_BYTES = LIMITS["max_response_bytes"]
 
 
 def appid_of(game: dict[str, Any]) -> str:
@@ -62,6 +66,12 @@ def check_page(limit: Any, offset: Any) -> tuple[int, int]:
 def check_size(size: int) -> None:
     if size > MAX_REQUEST_BYTES:
         raise ResourceExhausted(f"request of {size} bytes exceeds the limit of {MAX_REQUEST_BYTES}")
+
+
+def check_response_size(size: int) -> None:
+    if size > MAX_RESPONSE_BYTES:
+        raise ResourceExhausted(f"the answer would be {size} bytes, over the limit of {MAX_RESPONSE_BYTES}: "
+                                "ask for fewer games")
 
 
 def _check_value(path: str, kind: str, value: Any) -> None:

@@ -3,16 +3,48 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import threading
+from pathlib import Path
 
-from lab import settings
+from lab import dataset, settings
 from lab.registry import discover
-from lab.stack import running_lab
+from lab.stack import Lab, running_lab
+
+WATCH_INTERVAL = 0.5  # seconds between checks that every service still runs
+
+
+def endpoints_document(lab: Lab) -> dict:
+    db = lab.database
+    return {
+        "database": {"server": db.server, "version": db.version, "uri": db.uri, "pid": db.pid},
+        "implementations": {
+            impl.name: {"protocol": impl.protocol, "language": impl.language, "library": impl.library,
+                        "endpoint": lab.endpoints[impl.name], "pid": lab.pids.get(impl.name)}
+            for impl in lab.implementations},
+    }
+
+
+def _seed(lab: Lab) -> int:
+    store = lab.store()
+    try:
+        games = dataset.games()
+        dataset.reset(store.games, games, indexes=True)
+        return len(games)
+    finally:
+        store.close()
 
 
 def serve(args: argparse.Namespace) -> int:
+    # Knobs go through the environment, so that the services started see them too.
+    if args.host:
+        os.environ["LAB_HOST"] = args.host
+    if args.dial_host:
+        os.environ["LAB_DIAL_HOST"] = args.dial_host
+    if args.port_base is not None:
+        os.environ["LAB_PORT_BASE"] = str(args.port_base)
     started, stop = threading.Event(), threading.Event()
 
     def interrupted(*_: object) -> None:
@@ -25,11 +57,22 @@ def serve(args: argparse.Namespace) -> int:
         with running_lab(args.only or None, args.lab_mode) as lab:
             db = lab.database
             lines = [f"database  {db.server} {db.version}  {db.uri}" + (f"  (pid {db.pid})" if db.pid else "")]
-            lines += [f"{impl.name:<24} {lab.endpoints[impl.name]}  (pid {lab.pids[impl.name]})"
+            if not args.empty:
+                lines.append(f"seeded    {_seed(lab)} games from {dataset.DATASET.relative_to(settings.ROOT)}")
+            lines += [f"{impl.name:<24} {lab.endpoints[impl.name]}" +
+                      (f"  (pid {lab.pids[impl.name]})" if lab.pids.get(impl.name) else "")
                       for impl in lab.implementations]
+            if args.endpoints_file:
+                path = Path(args.endpoints_file)
+                path.write_text(json.dumps(endpoints_document(lab), indent=2) + "\n")
+                lines.append(f"endpoints written to {path}")
             started.set()  # from here on a signal is a clean stop
             print("\n".join([*lines, "serving; press Ctrl-C to stop"]), flush=True)
-            stop.wait()
+            while not stop.wait(WATCH_INTERVAL):
+                gone = lab.exited()
+                if gone:
+                    print("stopping: a service of the lab is gone: " + "; ".join(gone), flush=True)
+                    return 1
     except KeyboardInterrupt:
         print("interrupted; everything started was stopped", flush=True)
         return 130
@@ -55,9 +98,26 @@ def main(argv: list[str] | None = None) -> int:
                       "run until interrupted")
     serve_parser.add_argument("--only", nargs="*", metavar="IMPL",
                               help="implementations to start (default: all)")
+    serve_parser.add_argument("--empty", action="store_true",
+                              help="start with an empty collection (default: the dataset's 3,424 games)")
+    serve_parser.add_argument("--port-base", type=int, metavar="N",
+                              help="fixed ports: the database on N, each service on N + its manifest's "
+                                   "port_offset (rest 1, grpc 2, graphql 3, ws 4); default: free ports")
+    serve_parser.add_argument("--host", metavar="ADDR",
+                              help="address the services bind (default 127.0.0.1; 0.0.0.0: every interface)")
+    serve_parser.add_argument("--dial-host", metavar="ADDR",
+                              help="address the endpoints name and clients dial (default: the bound "
+                                   "address, or 127.0.0.1 when that is a wildcard)")
+    serve_parser.add_argument("--endpoints-file", metavar="PATH",
+                              help="also write the endpoints as JSON to PATH")
     serve_parser.set_defaults(run=serve)
     commands.add_parser("list", help="list the discovered implementations").set_defaults(
         run=list_implementations)
+    load_parser = commands.add_parser("load", help="concurrent load with k6 (make load; python -m load --help)")
+    from load.__main__ import add_arguments
+    from load.__main__ import run as run_load
+    add_arguments(load_parser)
+    load_parser.set_defaults(run=run_load)
     args = parser.parse_args(argv)
     return args.run(args)
 

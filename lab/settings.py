@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from clients.protocols import PROTOCOLS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MODES = ("native", "docker")
-PROTOCOL_ORDER = ("rest", "grpc", "graphql", "ws", "socketio")
+# The order of clients/protocols.py, the one place a protocol is described.
+PROTOCOL_ORDER = tuple(PROTOCOLS)
 
 
 def mode() -> str:
@@ -24,13 +27,39 @@ def threads() -> int:
 
 
 def host() -> str:
+    """The address services bind (LAB_HOST), e.g. 0.0.0.0 for every interface."""
     return os.environ.get("LAB_HOST", "127.0.0.1")
+
+
+def dial_host() -> str:
+    """The address clients dial and endpoints name (LAB_DIAL_HOST): by default
+    the bound one, or loopback when that is a wildcard."""
+    bound = host()
+    return os.environ.get("LAB_DIAL_HOST") or ("127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound)
+
+
+def port_base() -> int | None:
+    """LAB_PORT_BASE=N: fixed ports, the database on N and each service on N +
+    its manifest's port_offset; unset: free ports chosen at run time."""
+    value = os.environ.get("LAB_PORT_BASE")
+    return int(value) if value else None
 
 
 def cache_dir() -> Path:
     base = os.environ.get("PROTOLAB_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "protolab")
     return Path(base)
+
+
+def change_streams() -> bool:
+    """The embedded database in replica-set mode, so the push feed `changes` works
+    (lab/database.py). The test suite turns it on; measurements leave it off."""
+    return os.environ.get("LAB_CHANGE_STREAMS", "0") == "1"
+
+
+def db_sync_on_commit() -> bool:
+    """The embedded database fsyncs its log at every commit (LAB_DB_SYNC_ON_COMMIT=0: not)."""
+    return os.environ.get("LAB_DB_SYNC_ON_COMMIT", "1") != "0"
 
 
 def mongodb_uri() -> str | None:

@@ -19,6 +19,8 @@ from lab import settings
 
 K6_MODULE = "go.k6.io/k6"
 K6_VERSION = "v1.8.1"
+GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
+GRPCURL_VERSION = "v1.9.3"
 
 
 def go_install(module: str, version: str, binary: str) -> Path:
@@ -43,6 +45,11 @@ def go_install(module: str, version: str, binary: str) -> Path:
 
 def k6() -> Path:
     return go_install(K6_MODULE, K6_VERSION, "k6")
+
+
+def grpcurl() -> Path:
+    """grpcurl, the command-line gRPC client (it finds services by server reflection)."""
+    return go_install(GRPCURL_MODULE, GRPCURL_VERSION, "grpcurl")
 
 
 def k6_version() -> str:

@@ -11,20 +11,29 @@ from typing import Any
 
 import pymongo
 from bson import ObjectId
-from pymongo.errors import ConnectionFailure
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, NetworkTimeout, WTimeoutError
+from pymongo.write_concern import WriteConcern
 
-from contract.errors import NotFound, Unavailable
+from contract.errors import DeadlineExceeded, NotFound, Unavailable
 from contract.game import DEFAULT_LIST_LIMIT, check_game, check_id, check_page
 
-# How long a request waits for a lost database before answering UNAVAILABLE.
+# How long a request waits for a lost database before answering UNAVAILABLE,
+# or for a slow one before answering DEADLINE_EXCEEDED.
 TIMEOUT_MS = int(os.environ.get("MONGODB_TIMEOUT_MS", "5000"))
+# A write is acknowledged once the server has it (w=1) in its journal (j=true:
+# MongoDB waits for the journal commit). The embedded SecantusDB accepts j
+# without acting on it; it is started with --sync-on-commit, which fsyncs its
+# log at every commit (lab/database.py, tests/test_faults.py).
+WRITE_CONCERN = WriteConcern(w=1, j=True)
 DEFAULT_DB = "protolab"
 COLLECTION = "games"
 
 
 def connect(uri: str) -> pymongo.MongoClient:
+    # timeoutMS bounds a whole operation (server selection, connecting, every
+    # read of a reply that trickles in); socketTimeoutMS alone bounds each read.
     return pymongo.MongoClient(
-        uri, serverSelectionTimeoutMS=TIMEOUT_MS, connectTimeoutMS=TIMEOUT_MS,
+        uri, timeoutMS=TIMEOUT_MS, serverSelectionTimeoutMS=TIMEOUT_MS, connectTimeoutMS=TIMEOUT_MS,
         socketTimeoutMS=TIMEOUT_MS, appname="protolab",
     )
 
@@ -37,7 +46,8 @@ def _public(doc: dict[str, Any]) -> dict[str, Any]:
 class Store:
     def __init__(self, uri: str | None = None, db: str | None = None):
         self.client = connect(uri or os.environ["MONGODB_URI"])
-        self.games = self.client[db or os.environ.get("MONGODB_DB", DEFAULT_DB)][COLLECTION]
+        self.games = self.client[db or os.environ.get("MONGODB_DB", DEFAULT_DB)].get_collection(
+            COLLECTION, write_concern=WRITE_CONCERN)
 
     def close(self) -> None:
         self.client.close()
@@ -84,11 +94,14 @@ class Store:
 
 
 class _database_errors:
-    """Turn a lost database connection into the contract's UNAVAILABLE."""
+    """A database that did not answer in time is the contract's DEADLINE_EXCEEDED;
+    one that cannot be reached, UNAVAILABLE."""
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
-        if exc is not None and isinstance(exc, ConnectionFailure):
+        if isinstance(exc, NetworkTimeout | ExecutionTimeout | WTimeoutError):
+            raise DeadlineExceeded(f"database did not answer within {TIMEOUT_MS} ms: {exc}") from exc
+        if isinstance(exc, ConnectionFailure):
             raise Unavailable(f"database unavailable: {exc}") from exc

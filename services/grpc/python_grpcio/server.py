@@ -4,6 +4,10 @@ Requests are parsed here rather than by grpcio, so that a body that is not a
 valid message, or that carries unknown or mistyped fields, is answered with
 INVALID_ARGUMENT (grpcio itself would answer INTERNAL). A request over 64 KiB
 is refused by grpcio with RESOURCE_EXHAUSTED.
+
+The server also offers server reflection (grpcurl and other tools list and
+call it without the .proto) and grpc.health.v1 (SERVING while the process
+serves; the database's state is the Games service's own Health call).
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 from contract import games_pb2 as pb
 from contract.errors import ContractError, InvalidArgument
-from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
+from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from contract.grpc_codec import game_to_message, message_to_game, unknown_field_numbers
 from services.common.store import Store
 
@@ -89,8 +95,17 @@ def serve() -> None:
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=threads),
         handlers=[handlers(store)],
-        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
+        # grpcio answers RESOURCE_EXHAUSTED itself for a request over 64 KiB,
+        # or an answer over 4 MiB (a page of large games: ask for fewer).
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+                 ("grpc.max_send_message_length", MAX_RESPONSE_BYTES)],
     )
+    health_servicer = health.HealthServicer()
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set(SERVICE, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     if server.add_insecure_port(address) == 0:
         sys.exit(f"cannot listen on {address}")
     server.start()
@@ -98,6 +113,7 @@ def serve() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
+    health_servicer.enter_graceful_shutdown()
     server.stop(grace=2).wait(5)
     store.close()
 

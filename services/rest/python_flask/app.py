@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 
-from contract.codec import dumps, loads
+from contract.codec import dumpb, loads
 from contract.errors import (
     CODE_OF_HTTP_STATUS,
     HTTP_STATUS,
@@ -16,7 +16,7 @@ from contract.errors import (
     ContractError,
     InvalidArgument,
 )
-from contract.game import DEFAULT_LIST_LIMIT
+from contract.game import DEFAULT_LIST_LIMIT, check_response_size
 from services.common.http_body import read_body
 from services.common.store import Store
 
@@ -25,7 +25,9 @@ store = Store()
 
 
 def _json(body: Any, status: int = 200, **headers: str) -> Response:
-    return Response(dumps(body), status=status, mimetype="application/json", headers=headers)
+    data = dumpb(body)
+    check_response_size(len(data))
+    return Response(data, status=status, mimetype="application/json", headers=headers)
 
 
 def _error(code: str, message: str, status: int | None = None) -> Response:
@@ -33,8 +35,12 @@ def _error(code: str, message: str, status: int | None = None) -> Response:
 
 
 def _body() -> Any:
+    body = read_body(request)  # read whole first: the connection stays usable
+    if request.mimetype != "application/json":
+        raise UnsupportedMediaType(
+            f"the body must be application/json, not {request.mimetype or 'untyped'!r}")
     try:
-        return loads(read_body(request))
+        return loads(body)
     except ValueError as exc:
         raise InvalidArgument(f"malformed JSON body: {exc}") from None
 
@@ -57,7 +63,12 @@ def contract_error(exc: ContractError) -> Response:
 def http_error(exc: HTTPException) -> Response:
     status = exc.code or 500
     code = CODE_OF_HTTP_STATUS.get(status, INVALID_ARGUMENT if status < 500 else INTERNAL)
-    return _error(code, exc.description or "", status)
+    response = _error(code, exc.description or "", status)
+    # werkzeug's own headers, e.g. the Allow of a 405 (RFC 9110 requires it)
+    for name, value in exc.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
 
 
 @app.get("/health")

@@ -15,12 +15,20 @@ from simple_websocket import ConnectionClosed, Server
 
 from contract.codec import dumps, loads
 from contract.errors import INTERNAL, ContractError, InvalidArgument
-from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, check_size
+from contract.game import (
+    DEFAULT_LIST_LIMIT,
+    LIMITS,
+    MAX_RESPONSE_BYTES,
+    check_response_size,
+    check_size,
+)
+from services.common.feeds import Connection, WebSocketPush
 from services.common.store import Store
 
-# Frames above this close the connection (1009); below it, MAX_REQUEST_BYTES
-# is enforced per message with an error reply, keeping the connection.
-MAX_FRAME_BYTES = 16 * MAX_REQUEST_BYTES
+# Frames above max_frame_bytes close the connection (1009); below it,
+# MAX_REQUEST_BYTES is enforced per message with an error reply, keeping the
+# connection. A reply over MAX_RESPONSE_BYTES becomes a RESOURCE_EXHAUSTED reply.
+MAX_FRAME_BYTES = LIMITS["max_frame_bytes"]
 
 app = Flask(__name__)
 store = Store()
@@ -34,10 +42,12 @@ OPERATIONS = {
     "delete": (("id",), lambda p: store.delete(p["id"])),
     "health": ((), lambda p: store.health()),
 }
-OPTIONAL = {"limit", "offset"}
+OPTIONAL = {"limit", "offset", *WebSocketPush.OPTIONAL}
+# echo, broadcast, subscribe, unsubscribe (services/common/feeds.py)
+push = WebSocketPush(lambda: store.games)
 
 
-def handle(message: str | bytes) -> dict[str, Any]:
+def handle(message: str | bytes, conn: Connection | None = None) -> dict[str, Any]:
     request_id = None
     try:
         try:
@@ -57,12 +67,13 @@ def handle(message: str | bytes) -> dict[str, Any]:
         if unknown:
             raise InvalidArgument(f"unknown request member {sorted(unknown)[0]!r}")
         op = request.get("op")
-        if op not in OPERATIONS:
-            raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(OPERATIONS)}")
+        operations = OPERATIONS if conn is None else {**OPERATIONS, **push.operations(conn)}
+        if op not in operations:
+            raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(operations)}")
         params = request.get("params", {})
         if type(params) is not dict:
             raise InvalidArgument("params must be an object")
-        names, run = OPERATIONS[op]
+        names, run = operations[op]
         unknown = set(params) - set(names)
         if unknown:
             raise InvalidArgument(f"unknown parameter {sorted(unknown)[0]!r} for {op}")
@@ -77,14 +88,28 @@ def handle(message: str | bytes) -> dict[str, Any]:
         return {"request_id": request_id, "error": {"code": INTERNAL, "message": str(exc)}}
 
 
+def _reply(answer: dict[str, Any]) -> str:
+    text = dumps(answer)
+    # A str of n characters is at most 4n bytes of UTF-8: most replies skip the encoding.
+    if len(text) * 4 > MAX_RESPONSE_BYTES and len(text.encode()) > MAX_RESPONSE_BYTES:
+        try:
+            check_response_size(len(text.encode()))
+        except ContractError as exc:
+            text = dumps({"request_id": answer["request_id"], "error": {"code": exc.code, "message": exc.message}})
+    return text
+
+
 @app.route("/ws", websocket=True)
 def websocket() -> Response:
     ws = Server.accept(http_request.environ, max_message_size=MAX_FRAME_BYTES)
+    conn = push.connect(ws.send)
     try:
         while True:
-            ws.send(dumps(handle(ws.receive())))
+            conn.reply(_reply(handle(ws.receive(), conn)))
     except ConnectionClosed:
         pass
+    finally:
+        push.disconnect(conn)
     return _Closed()
 
 

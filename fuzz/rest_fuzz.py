@@ -1,0 +1,61 @@
+"""REST: schemathesis cases from contract/openapi.yaml, positive (valid by the
+schema: must be accepted) and negative (invalid: must be refused with a 4xx),
+checked by schemathesis's own response checks."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import requests
+import schemathesis
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    positive_data_acceptance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from contract.validate import OPENAPI_PATH
+from lab.settings import CALL_TIMEOUT
+
+if TYPE_CHECKING:
+    from fuzz.runner import Model, Tally
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
+          response_schema_conformance, negative_data_rejection, positive_data_acceptance]
+
+
+def fuzzer(endpoint: str):
+    schema = schemathesis.openapi.from_path(str(OPENAPI_PATH))
+    schema.config.base_url = endpoint
+    strategy = st.one_of(schema.as_strategy(generation_mode=GenerationMode.POSITIVE),
+                         schema.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+    session = requests.Session()
+
+    def execute(case: Any, tally: Tally, model: Model) -> None:
+        response = case.call(base_url=endpoint, session=session, timeout=CALL_TIMEOUT)
+        status = response.status_code
+        tally.saw(f"{case.method} {case.path} {status}")
+        if status >= 500:
+            tally.server_errors += 1
+        try:
+            case.validate_response(response, checks=CHECKS)
+        except Exception as exc:  # schemathesis's FailureGroup: one line per failed check
+            tally.fail(case.as_curl_command(), f"{case.method} {case.path} -> {status}: "
+                       + " ".join(str(exc).split())[:400])
+        game_id = (case.path_parameters or {}).get("id")
+        sent = case.body if isinstance(case.body, dict) else None
+        if case.method == "POST" and status == 201:
+            model.acknowledged(case, "create", json.loads(response.content)["id"], sent)
+        elif case.method == "PUT" and status == 200:
+            model.acknowledged(case, "update", game_id, sent)
+        elif case.method == "DELETE" and status == 204:
+            model.acknowledged(case, "delete", game_id)
+        model.check(case.as_curl_command(), (game_id,) if game_id else ())
+
+    return strategy, execute, session.close

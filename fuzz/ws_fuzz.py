@@ -1,0 +1,134 @@
+"""WebSocket: requests drawn from contract/ws-protocol.schema.json (a small
+JSON Schema to Hypothesis translation of what that schema uses), requests
+with wrong members and values, and frames that are no JSON at all. Every
+reply must validate against the schema, echo the request id, and carry a
+contract code when it is an error."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from hypothesis import strategies as st
+from simple_websocket import Client
+
+from contract.errors import INTERNAL
+from contract.validate import ws_message_errors, ws_schema
+from fuzz.values import hostile_text, seeded_ids
+from lab.settings import CALL_TIMEOUT
+
+if TYPE_CHECKING:
+    from fuzz.runner import Model, Tally
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(hostile_text(10), inner, max_size=4),
+    max_leaves=10)
+
+
+def from_schema(schema: dict[str, Any], root: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values valid by `schema` (the subset of JSON Schema the contract uses)."""
+    if "$ref" in schema:
+        return from_schema(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root)
+    if "const" in schema:
+        return st.just(schema["const"])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            return st.one_of([from_schema(s, root) for s in schema[key]])
+    kinds = schema.get("type", "object")
+    if isinstance(kinds, list):
+        return st.one_of([from_schema({**schema, "type": k}, root) for k in kinds])
+    if kinds == "string":
+        if schema.get("pattern") and schema["pattern"] == root["$defs"]["Id"]["pattern"]:
+            return st.one_of(st.sampled_from(seeded_ids()), st.from_regex(schema["pattern"], fullmatch=True))
+        return st.from_regex(schema["pattern"], fullmatch=True) if "pattern" in schema else hostile_text()
+    if kinds == "integer":
+        return st.integers(schema.get("minimum"), schema.get("maximum"))
+    if kinds == "boolean":
+        return st.booleans()
+    if kinds == "null":
+        return st.none()
+    if kinds == "array":
+        return st.lists(from_schema(schema.get("items", {}), root), max_size=4)
+    properties = {name: from_schema(s, root) for name, s in schema.get("properties", {}).items()}
+    required = set(schema.get("required", ()))
+    return st.fixed_dictionaries({k: v for k, v in properties.items() if k in required},
+                                 optional={k: v for k, v in properties.items() if k not in required})
+
+
+def valid_requests() -> st.SearchStrategy[dict[str, Any]]:
+    """One strategy per op: its params from the schema's if/then for that op."""
+    root = ws_schema()
+    request = root["$defs"]["Request"]
+    params_of: dict[str, dict[str, Any] | None] = {op: None for op in request["properties"]["op"]["enum"]}
+    for rule in request["allOf"]:
+        condition = rule["if"]["properties"]["op"]
+        for op in condition.get("enum", [condition.get("const")]):
+            params_of[op] = rule["then"]["properties"]["params"]
+    per_op = []
+    for op, params in params_of.items():
+        members = {"request_id": from_schema(request["properties"]["request_id"], root), "op": st.just(op)}
+        optional = {}
+        if params is not None and "params" in rule_required(request, op):
+            members["params"] = from_schema({"type": "object", **params}, root)
+        elif params is not None:
+            optional["params"] = from_schema({"type": "object", **params}, root)
+        per_op.append(st.fixed_dictionaries(members, optional=optional))
+    return st.one_of(per_op)
+
+
+def rule_required(request: dict[str, Any], op: str) -> set[str]:
+    for rule in request["allOf"]:
+        condition = rule["if"]["properties"]["op"]
+        if op in condition.get("enum", [condition.get("const")]):
+            return set(rule["then"].get("required", ()))
+    return set()
+
+
+def _invalid_requests() -> st.SearchStrategy[Any]:
+    """Requests with members or values the schema refuses, and frames of no JSON."""
+    wrong_member = st.tuples(valid_requests(), hostile_text(12), JSON_VALUES).map(lambda t: {**t[0], t[1]: t[2]})
+    wrong_params = st.tuples(valid_requests(), st.dictionaries(hostile_text(12), JSON_VALUES, max_size=3)).map(
+        lambda t: {**t[0], "params": t[1]})
+    return st.one_of(wrong_member, wrong_params, JSON_VALUES, st.binary(max_size=200), st.text(max_size=100))
+
+
+def fuzzer(endpoint: str):
+    ws = Client.connect(endpoint)
+    strategy = st.one_of(st.tuples(st.just(True), valid_requests()), st.tuples(st.just(False), _invalid_requests()))
+
+    def execute(case: Any, tally: Tally, model: Model) -> None:
+        valid, request = case
+        if isinstance(request, bytes | str):
+            frame: str | bytes = request
+        else:
+            frame = json.dumps(request)
+        ws.send(frame)
+        reply = ws.receive(timeout=CALL_TIMEOUT)
+        if reply is None:
+            tally.fail(case, "no reply")
+            return
+        problems = ws_message_errors(reply)
+        answer = json.loads(reply)
+        error = answer.get("error") or {}
+        tally.saw(f"{'valid' if valid else 'invalid'} {error.get('code', 'result')}")
+        if problems:
+            tally.fail(case, f"reply outside the schema: {problems[:3]}")
+        if error.get("code") == INTERNAL:
+            tally.server_errors += 1
+        is_request = isinstance(request, dict)
+        if valid and is_request and answer.get("request_id") != request["request_id"]:
+            tally.fail(case, f"reply names request {answer.get('request_id')!r}")
+        if valid and error.get("code") not in (None, "NOT_FOUND"):
+            tally.fail(case, f"a valid request was refused: {error}")
+        params = request.get("params") if is_request and isinstance(request.get("params"), dict) else {}
+        game_id = params.get("id")
+        op = request.get("op") if is_request else None
+        if "result" in answer and op in ("create", "update", "delete"):
+            target = answer["result"]["id"] if op == "create" else game_id
+            model.acknowledged(case, op, target, params.get("game") if op != "delete" else None)
+        model.check(case, (game_id,) if type(game_id) is str else ())
+
+    return strategy, execute, ws.close

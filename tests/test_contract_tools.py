@@ -1,0 +1,115 @@
+"""The contract files pass their own ecosystems' validators, and agree with
+contract/contract.json (fields, types, limits, id pattern, error codes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from graphql import parse, validate
+from jsonschema.exceptions import SchemaError
+from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+
+from clients.graphql import QUERIES
+from contract.errors import ERRORS
+from contract.game import FIELDS, ID_PATTERN, LIMITS
+from contract.validate import (
+    check_openapi_document,
+    check_ws_schema,
+    graphql_schema,
+    openapi,
+    rest_response_errors,
+    ws_message_errors,
+    ws_schema,
+)
+from lab import dataset
+from lab.settings import ROOT
+
+SCHEMA_OF_KIND = {
+    "string": {"type": "string"},
+    "bool": {"type": "boolean"},
+    "bool or null": {"type": ["boolean", "null"]},
+    "list of string": {"type": "array", "items": {"type": "string"}},
+}
+
+
+def test_openapi_passes_openapi_spec_validator():
+    check_openapi_document()
+
+
+def test_openapi_spec_validator_can_fail():
+    """The validator is really consulted: a broken document is refused."""
+    from openapi_spec_validator import validate as validate_spec
+
+    broken = {**openapi(), "paths": {"/games": {"get": {"responses": {"200": {}}}}}}
+    with pytest.raises(OpenAPIValidationError):
+        validate_spec(broken)
+
+
+def test_ws_schema_is_a_valid_json_schema():
+    check_ws_schema()
+    with pytest.raises(SchemaError):
+        from jsonschema import Draft202012Validator
+        Draft202012Validator.check_schema({"type": "no-such-type"})
+
+
+def test_graphql_sdl_builds_and_the_clients_queries_validate():
+    schema = graphql_schema()
+    for op, query in QUERIES.items():
+        assert validate(schema, parse(query)) == [], op
+    assert validate(schema, parse("{ game(id: 1) { nosuchfield } }"))  # and it can refuse
+
+
+def test_proto_compiles_with_protoc():
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "grpc_tools.protoc", f"-I{ROOT}", f"--descriptor_set_out={out}/set.pb",
+             "--fatal_warnings", str(ROOT / "contract" / "games.proto")],
+            capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_limits_agree_with_contract_json():
+    assert openapi()["info"]["x-protolab-limits"] == LIMITS
+    assert ws_schema()["x-protolab-limits"] == LIMITS
+    params = {p["name"]: p["schema"] for p in openapi()["paths"]["/games"]["get"]["parameters"]}
+    assert params["limit"] == {"type": "integer", "minimum": 1, "maximum": LIMITS["max_list_limit"],
+                               "default": LIMITS["default_list_limit"]}
+    assert params["offset"] == {"type": "integer", "minimum": 0, "maximum": LIMITS["max_offset"], "default": 0}
+    ws_list = next(c["then"]["properties"]["params"]["properties"] for c in ws_schema()["$defs"]["Request"]["allOf"]
+                   if c["if"]["properties"]["op"].get("const") == "list")
+    assert ws_list["limit"] == params["limit"] and ws_list["offset"] == params["offset"]
+
+
+def test_id_pattern_fields_and_error_codes_agree_with_contract_json():
+    schemas = openapi()["components"]["schemas"]
+    assert schemas["Id"]["pattern"] == ID_PATTERN == ws_schema()["$defs"]["Id"]["pattern"]
+    for name in ("GameFields", "Game"):
+        for doc in (schemas, ws_schema()["$defs"]):
+            schema = doc[name]
+            expected = list(FIELDS) if name == "GameFields" else ["id", *FIELDS]
+            assert schema["required"] == expected and list(schema["properties"]) == expected, name
+            assert schema["additionalProperties"] is False
+            for field, kind in FIELDS.items():
+                if kind in SCHEMA_OF_KIND:
+                    assert schema["properties"][field] == SCHEMA_OF_KIND[kind], (name, field)
+    codes = schemas["Error"]["properties"]["error"]["properties"]["code"]["enum"]
+    assert set(codes) == set(ERRORS)
+    assert set(ws_schema()["$defs"]["Reply"]["properties"]["error"]["properties"]["code"]["enum"]) == set(ERRORS)
+    operations = [op for path in openapi()["paths"].values() for op in path.values() if isinstance(op, dict)]
+    declared = {int(status) for op in operations for status in op["responses"]}
+    assert {row["http"] for code, row in ERRORS.items() if code != "INTERNAL"} <= declared
+
+
+def test_real_games_validate_and_a_wrong_one_does_not():
+    game = {"id": "730", **dataset.games()[0]}
+    body = __import__("json").dumps(game).encode()
+    assert rest_response_errors("GET", "/games/730", 200, "application/json", body) == []
+    assert ws_message_errors({"request_id": 1, "result": game}) == []
+    assert ws_message_errors({"request_id": 1, "result": [game, game]}) == []
+    wrong = __import__("json").dumps({**game, "extra": 1}).encode()
+    assert rest_response_errors("GET", "/games/730", 200, "application/json", wrong)
+    assert rest_response_errors("GET", "/games/730", 418, "application/json", body)
+    assert ws_message_errors({"request_id": 1, "result": {**game, "is_dead": "no"}})

@@ -1,0 +1,44 @@
+"""Fuzzing every implementation from its protocol's contract file (fuzz/):
+no 5xx or internal error, the contract's answers only, stored data changed
+only by acknowledged writes, the service still serving afterwards.
+
+make test: FUZZ_CASES (default 150) cases per implementation, seed FUZZ_SEED
+(default 1); make fuzz: 10,000, counts in results/fuzz/latest.json."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import fuzz
+from lab import settings
+from lab.context import run_context
+from lab.registry import discover
+
+CASES = int(os.environ.get("FUZZ_CASES", "150"))
+SEED = int(os.environ.get("FUZZ_SEED", "1"))
+RUNS: list = []  # (lab, tally summary)
+
+
+@pytest.mark.parametrize("impl", [
+    pytest.param(i.name, marks=() if i.protocol in fuzz.PROTOCOLS else pytest.mark.skip(
+        reason=f"no fuzzer for protocol {i.protocol!r} yet")) for i in discover()])
+def test_fuzz_from_the_contract(impl, lab):
+    tally = fuzz.run(lab, impl, CASES, SEED)
+    RUNS.append((lab, tally.summary()))
+    assert tally.cases > 0
+    assert tally.server_errors == 0, tally.failures[:10]
+    assert tally.failures == [], "\n".join(tally.failures[:10])
+
+
+def teardown_module() -> None:
+    if not RUNS:
+        return
+    lab = RUNS[0][0]
+    out = settings.RESULTS / "fuzz"
+    out.mkdir(parents=True, exist_ok=True)
+    document = {"context": run_context(lab.mode, lab.database, lab.implementations),
+                "cases_per_implementation": CASES, "seed": SEED, "tallies": [t for _, t in RUNS]}
+    (out / ("latest.json" if CASES >= 10_000 else "latest-test.json")).write_text(json.dumps(document, indent=2))
