@@ -44,6 +44,7 @@ export const CODE_OF_HTTP_STATUS = Object.fromEntries(
 
 // Python's repr-ish rendering of a value in messages.
 const show = (value) => {
+  if (value instanceof JsonNumber) return value.source;
   try { return JSON.stringify(value) ?? String(value); } catch { return String(value); }
 };
 

@@ -102,7 +102,9 @@ export function pushOperations(store, { push, others, closed, encode }) {
     unsubscribe: [['feed'], (p) => {
       subscription(p.feed, {}, undefined); // a known feed
       const state = subscriptions.get(p.feed);
-      if (state) { state.stopped = true; subscriptions.delete(p.feed); }
+      if (!state) throw invalid(`not subscribed to ${p.feed}`);
+      state.stopped = true;
+      subscriptions.delete(p.feed);
       return null;
     }],
   };

@@ -6,11 +6,12 @@
 // packet over max_frame_bytes does (socket.io's maxHttpBufferSize).
 import { createServer } from 'node:http';
 import { Server } from 'socket.io';
+import { Decoder, Encoder } from 'socket.io-parser';
 import {
   ContractError, MAX_FRAME_BYTES, asContractError, checkSize, invalid,
 } from '../../common/node/contract.js';
 import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
-import { dumps } from '../../common/node/json.js';
+import { dumps, parse } from '../../common/node/json.js';
 import {
   Opened, Raw, isObject, operations, perform, pushOperations,
 } from '../../common/node/operations.js';
@@ -20,6 +21,31 @@ const store = new Store();
 const OPERATIONS = operations(store);
 const EVENT = 'call';
 const MEMBERS = new Set(['op', 'params']);
+
+// socket.io's parser with the lab's JSON semantics (common/node/json.js): a
+// packet's JSON is read as Python's json reads it (5.0 stays a float, big
+// integers stay exact), and an argument already encoded (RawJson: an echoed
+// payload, a push message) is written as it is.
+class RawJson {
+  constructor(text) { this.text = text; }
+}
+class ExactDecoder extends Decoder {
+  tryParse(text) {
+    try {
+      return parse(text);
+    } catch {
+      return false;
+    }
+  }
+}
+class ExactEncoder extends Encoder {
+  encodeAsString(packet) {
+    const { data } = packet;
+    if (!Array.isArray(data) || !data.some((x) => x instanceof RawJson)) return super.encodeAsString(packet);
+    const args = data.map((x) => (x instanceof RawJson ? x.text : JSON.stringify(x)));
+    return `${super.encodeAsString({ ...packet, data: undefined })}[${args.join(',')}]`;
+  }
+}
 
 // The size of each event as it came over the wire, in arrival order: an
 // Engine.IO message whose text starts with 2 (EVENT), or 5 (BINARY_EVENT)
@@ -82,12 +108,13 @@ const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, async (req, re
 
 const io = new Server(server, {
   transports: ['websocket'], maxHttpBufferSize: MAX_FRAME_BYTES, serveClient: false,
+  parser: { Encoder: ExactEncoder, Decoder: ExactDecoder },
   perMessageDeflate: false, httpCompression: false,
 });
 // Push messages are the event "push" with the WebSocket protocol's push
 // message as its one argument (contract/socketio-protocol.md).
 const PUSH_EVENT = 'push';
-const encode = (fields, data) => ({ ...fields, data: JSON.parse(data) });
+const encode = (fields, data) => new RawJson(`${dumps(fields).slice(0, -1)},"data":${data}}`);
 // Emits; resolves once Engine.IO's write buffer has drained, so a feed waits for the connection.
 const emitTo = (socket) => (message) => new Promise((resolve) => {
   if (!socket.connected) { resolve(false); return; }
@@ -123,7 +150,7 @@ io.on('connection', (socket) => {
           ack?.({ result: result.result });
           result.release();
         } else {
-          ack?.({ result: result instanceof Raw ? JSON.parse(result.text) : result ?? null });
+          ack?.(result instanceof Raw ? new RawJson(`{"result":${result.text}}`) : { result: result ?? null });
         }
       },
       (err) => {
