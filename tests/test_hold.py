@@ -21,14 +21,14 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 
-from clients import CLIENTS
+from clients.protocols import get as protocol
 from lab import dataset
 from lab.registry import select
-from lab.testing import IMPLEMENTATIONS
+from lab.testing import CRUD_OPERATIONS
 
 TIMEOUT = 2.0
 HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)]
-NOT_HOLDING = sorted(set(IMPLEMENTATIONS) - set(HOLDING))
+NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_OPERATIONS))
 WS_HOLDING = [n for n in HOLDING if n.startswith("ws/")]
 FIRST_BYTES = {  # what a client sends first, per protocol
     "grpc": b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
@@ -46,7 +46,7 @@ def timed_calls(lab, name: str, calls: int = 5) -> list[float]:
     """Fresh client with a 2 s timeout; the seconds each fetch-one took."""
     impl = lab.implementation(name)
     fetch_id = dataset.fetch_id()
-    client = CLIENTS[impl.protocol](lab.endpoints[name], timeout=TIMEOUT)
+    client = protocol(impl.protocol).client_class()(lab.endpoints[name], timeout=TIMEOUT)
     try:
         took = []
         for _ in range(calls):
