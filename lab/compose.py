@@ -83,7 +83,8 @@ class Language:
 
     dockerfile: str                            # from the root; a manifest's [docker] may name another
     images: tuple[tuple[str, str, str], ...]   # (build argument, variable, default image)
-    inputs: tuple[str, ...]                    # the language's shared files the image copies (globs)
+    inputs: tuple[str, ...]                    # the language's shared files the image copies (globs;
+                                               # {protocol}: the implementation's protocol)
     runs_build: bool = False                   # the Dockerfile runs the manifest's [build] (BUILD_COMMAND)
 
 
@@ -92,7 +93,9 @@ LANGUAGES: dict[str, Language] = {
     "python": Language(
         "docker/python/Dockerfile",
         (("BASE_IMAGE", "LAB_PYTHON_IMAGE", "python:3.11-slim"),),
-        ("pyproject.toml", "contract/**", "services/common/*.py")),
+        # The protocol's Python code: a variant may run another folder's app
+        # (rest/python_flask_gthread runs rest/python_flask's), so the image has them all.
+        ("pyproject.toml", "contract/**", "services/common/*.py", "services/{protocol}/**/*.py")),
     "go": Language(
         "docker/go/Dockerfile",
         (("BUILDER_IMAGE", "LAB_GO_IMAGE", "golang:1.26-bookworm"),
@@ -215,6 +218,7 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
             "      args:",
             *(f"        {arg}: ${{{variable}:-{default}}}" for arg, variable, default in language.images),
             f"        SERVICE: {impl.name}",
+            f"        PROTOCOL: {impl.protocol}",
             *([f"        BUILD_COMMAND: {_q(container_build_command(impl))}"]
               if impl.build_command and language.runs_build else []),
             f"        SERVICE_COMMAND: {_q(container_command(impl))}",
@@ -247,8 +251,8 @@ def stale_reason(path: Path = COMPOSE_FILE) -> str | None:
 def image_inputs(impl: Implementation) -> list[Path]:
     """The files one implementation's image is built from: its language's shared
     files, its manifest's [build] inputs, its own folder, its Dockerfile."""
-    patterns = [*language_of(impl).inputs, *impl.build_inputs, f"services/{impl.name}/**",
-                dockerfile_of(impl), ".dockerignore"]
+    shared = [p.format(protocol=impl.protocol) for p in language_of(impl).inputs]
+    patterns = [*shared, *impl.build_inputs, f"services/{impl.name}/**", dockerfile_of(impl), ".dockerignore"]
     return glob_files(patterns)
 
 
