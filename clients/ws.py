@@ -5,15 +5,27 @@ from __future__ import annotations
 
 import itertools
 import socket
+import threading
 from typing import Any
 
 from simple_websocket import Client
-from wsproto.events import Ping
 
 from clients.base import OperationClient
 from contract.codec import dumps, loads
 from contract.errors import ContractError, Unavailable, error_for
 from lab.settings import CALL_TIMEOUT
+
+
+class _UntimedReader(threading.Thread):
+    """The library's reader thread, started after the handshake (which the
+    connect timeout bounds): from then on it blocks in recv() without a
+    timeout while the connection idles, and receive(timeout=...) bounds each
+    call instead. Left with the connect timeout, its recv() would end an
+    idle connection (1005) after `timeout` seconds."""
+
+    def __init__(self, target: Any, **kwargs: Any):
+        target.__self__.sock.settimeout(None)
+        super().__init__(target=target, **kwargs)
 
 
 class WebSocketClient(OperationClient):
@@ -27,17 +39,10 @@ class WebSocketClient(OperationClient):
         previous = socket.getdefaulttimeout()
         socket.setdefaulttimeout(timeout)
         try:
-            self.ws = Client.connect(endpoint)
+            self.ws = Client.connect(endpoint, thread_class=_UntimedReader)
         finally:
             socket.setdefaulttimeout(previous)
-        # From here on the library's reader thread blocks in recv() while the
-        # connection idles; receive(timeout=...) bounds each call instead. A
-        # recv() already waiting keeps the connect timeout, and would end the
-        # connection (1005) after `timeout` idle seconds: a ping's pong wakes
-        # it, so its next recv() waits without one.
-        self.ws.sock.settimeout(None)
         self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.ws.sock.send(self.ws.ws.send(Ping(b"settimeout")))
 
     def _exchange(self, message: str | bytes, request_id: Any) -> Any:
         self.ws.send(message)
