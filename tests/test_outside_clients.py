@@ -255,3 +255,11 @@ def test_bind_and_dial_addresses_are_separate_settings(monkeypatch):
     monkeypatch.setenv("LAB_HOST", "127.0.0.2")
     monkeypatch.delenv("LAB_DIAL_HOST")
     assert settings.dial_host() == "127.0.0.2"
+
+
+@pytest.mark.parametrize("value", ["²", "５", "1" * 3000, "-1", "1e3", " 1", "0x10", ""])
+def test_rest_page_parameters_take_ascii_digits_only(lab, value):
+    """Found by fuzzing: "²" passed str.isdigit() and int() then failed, a 500."""
+    reply = requests.get(_endpoint(lab, "rest") + "/games", params={"limit": value}, timeout=settings.CALL_TIMEOUT)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["code"] == "INVALID_ARGUMENT"
