@@ -10,9 +10,12 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: fuzz bootstrap db test bench bench-runs serve capture report lint clean docker-images bench-docker test-docker
+.PHONY: fuzz bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
 
-bootstrap: $(STAMP) db
+# The venv's packages and the database's cargo build at the same time (the
+# build needs no venv: it runs with $(PYTHON)).
+bootstrap:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) db
 
 $(STAMP): pyproject.toml
 	@want=$$($(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))'); \
@@ -23,8 +26,8 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # The embedded database server, built once into the cache (skipped with MONGODB_URI).
-db: $(STAMP)
-	@if [ -z "$$MONGODB_URI" ]; then $(PY) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
+db:
+	@if [ -z "$$MONGODB_URI" ]; then $(PYTHON) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
 
 test: bootstrap
 	$(PY) -m pytest --benchmark-disable $(PYTEST_ARGS)
@@ -66,6 +69,11 @@ NETNS ?=
 capture: bootstrap
 	$(PY) -m capture $(if $(NETNS),--netns)
 
+# Concurrent load with k6 (load/): make load LOAD_ARGS="--impl rest/python_flask --clients 10 100"
+LOAD_ARGS ?=
+load: bootstrap
+	$(PY) -m load $(LOAD_ARGS)
+
 # One page from the saved results: results/report.html (self-contained) and results/report.md.
 report: $(STAMP)
 	$(PY) -m report
@@ -74,4 +82,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) results/benchmarks results/capture
+	rm -rf $(VENV) results/benchmarks results/capture results/load

@@ -1,6 +1,8 @@
-"""After a benchmark run: a table per operation (mean, min, max, σ as the
-study; median, p95, p99 and the ratio to the direct baseline's median), and
-the raw results with their context in results/benchmarks/."""
+"""After a benchmark run: a table per operation (median with its CI, p95,
+p99, mean, σ as the study; each median's ratio to the direct baseline's with
+its 99 % bootstrap CI; CPU µs per operation of the client, the service and
+the database), the ranking the intervals support, the noise guard, and the
+raw results with their context in results/benchmarks/."""
 
 from __future__ import annotations
 
@@ -9,12 +11,23 @@ from typing import Any
 
 import pytest
 
-from lab import settings
+from benchmarks.suite import OPERATIONS, Suite, selected_subjects
+from lab import noise, settings
 from lab.context import run_context
 from lab.statistics import summarize
 from lab.testing import LAB_KEY
 
-OPERATIONS = ("insert", "fetch-one", "fetch-100")
+SUITE_KEY = pytest.StashKey[Suite]()
+
+
+@pytest.fixture(scope="session")
+def interleaved(request: pytest.FixtureRequest, lab, client_of):
+    """interleaved(operation) -> benchmarks.suite.Result: every selected subject
+    of the operation, measured together on first use."""
+    suite = Suite(lab, client_of, selected_subjects(request.session.items),
+                  enabled=not request.config.getoption("benchmark_disable"))
+    request.config.stash[SUITE_KEY] = suite
+    return suite.run
 
 
 def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
@@ -23,6 +36,7 @@ def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
     found: dict[str, dict[str, dict[str, Any]]] = {}
     if session is None or session.disabled:
         return found
+    suite = config.stash.get(SUITE_KEY, None)
     for bench in session.benchmarks:
         if not bench.stats or not bench.stats.data:
             continue
@@ -30,24 +44,64 @@ def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
         per_round = [t / bench.iterations for t in bench.stats.data] if bench.iterations > 1 \
             else list(bench.stats.data)
         subject = bench.params["subject"]
-        found.setdefault(bench.group, {})[subject] = {
-            **summarize(per_round), "iterations": bench.iterations, "data_s": per_round}
+        row = {**summarize(per_round), "iterations": bench.iterations, "data_s": per_round}
+        result = suite.results.get(bench.group) if suite else None
+        if result is not None and subject in result.times:
+            row["cpu_us_per_op"] = result.cpu_us.get(subject, {})
+            row["wall_us_per_op"] = result.wall_us.get(subject)
+            if subject in result.ranking.get("to_baseline", {}):
+                row["ratio_to_direct"] = result.ranking["to_baseline"][subject]
+        found.setdefault(bench.group, {})[subject] = row
     return found
 
 
-def table(operation: str, rows: dict[str, dict[str, Any]]) -> list[str]:
+def _short(subject: str, width: int = 26) -> str:
+    return subject if len(subject) <= width else subject[:width - 1] + "…"
+
+
+def table(operation: str, rows: dict[str, dict[str, Any]], ranking: dict[str, Any] | None = None,
+          design: dict[str, Any] | None = None) -> list[str]:
+    """Rows in ranking order (fastest first) when there is a ranking."""
     base = rows.get("direct", {}).get("median")
-    head = (f"{'implementation':<22}{'mean':>9}{'min':>9}{'max':>9}{'σ':>8}{'median':>9}{'±95%':>7}"
-            f"{'p95':>9}{'p99':>9}{'rounds':>8}{'× direct':>10}")
-    lines = [f"{operation} (µs; ±95%: half-width of the median's 95 % confidence interval)", head,
-             "-" * len(head)]
-    for subject, s in rows.items():
-        ratio = f"{s['median'] / base:.2f}" if base else "-"
+    order = [s for s in (ranking or {}).get("order", []) if s in rows] or list(rows)
+    order += [s for s in rows if s not in order]
+    head = (f"{'implementation':<27}{'median':>8}{'±95%':>6}{'p95':>8}{'p99':>8}{'mean':>8}{'σ':>7}"
+            f"{'× direct [99 % CI]':>22}   {'CPU µs/op: client':>17}{'service':>8}{'db':>7}{'rest':>7}")
+    how = ""
+    if design:
+        how = (f"; {design['rounds']} rounds each: {design['blocks']} cycles, each visiting every subject "
+               f"in random order for {design['discard']} untimed + {design['block']} timed call(s)")
+    lines = [f"{operation} (µs per operation{how})", head, "-" * len(head)]
+    for subject in order:
+        s = rows[subject]
         low, high = s["median_ci95"]
         margin = max(s["median"] - low, high - s["median"])
-        lines.append(f"{subject:<22}{s['mean']:>9.0f}{s['min']:>9.0f}{s['max']:>9.0f}"
-                     f"{s['stddev']:>8.0f}{s['median']:>9.0f}{margin:>7.0f}{s['p95']:>9.0f}{s['p99']:>9.0f}"
-                     f"{s['rounds']:>8}{ratio:>10}")
+        r = s.get("ratio_to_direct")
+        if r:
+            ratio = f"{r['ratio']:.2f} [{r['ci'][0]:.2f}–{r['ci'][1]:.2f}]"
+        else:
+            ratio = f"{s['median'] / base:.2f}" if base else "-"
+        cpu = s.get("cpu_us_per_op") or {}
+        wall = s.get("wall_us_per_op")
+        used = sum(cpu.values())
+        rest = f"{max(wall - used, 0):.0f}" if cpu and wall else "-"
+        cells = [f"{cpu[p]:.0f}" if p in cpu else "-" for p in ("client", "service", "database")]
+        lines.append(f"{_short(subject):<27}{s['median']:>8.0f}{margin:>6.0f}{s['p95']:>8.0f}{s['p99']:>8.0f}"
+                     f"{s['mean']:>8.0f}{s['stddev']:>7.0f}{ratio:>22}   {cells[0]:>17}{cells[1]:>8}{cells[2]:>7}"
+                     f"{rest:>7}")
+    return lines
+
+
+def ranking_lines(ranking: dict[str, Any]) -> list[str]:
+    """The chain, then the statement for each neighbour pair in it."""
+    if not ranking.get("order"):
+        return []
+    pct = f"{ranking['confidence'] * 100:g} %"
+    lines = [f"ranking ({pct} CIs, paired bootstrap over {ranking['cycles']} cycles; "
+             f"'<' only where the CI of the ratio excludes 1): {ranking['chain']}"]
+    by_pair = {(p["a"], p["b"]): p for p in ranking["pairs"]}
+    for a, b in zip(ranking["order"], ranking["order"][1:], strict=False):
+        lines.append("  " + by_pair[(a, b)]["text"])
     return lines
 
 
@@ -56,24 +110,43 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if not results:
         return
     lab = config.stash.get(LAB_KEY, None)
+    suite = config.stash.get(SUITE_KEY, None)
     write = terminalreporter.write_line
+    guard = None
+    if suite is not None and suite.noise_before is not None:
+        guard = noise.verdict(suite.noise_before, noise.snapshot())
     terminalreporter.section("protolab: latency per operation")
+    rankings = {}
     for operation in [*OPERATIONS, *sorted(set(results) - set(OPERATIONS))]:
-        if operation in results:
-            for line in table(operation, results[operation]):
-                write(line)
-            write("")
+        if operation not in results:
+            continue
+        result = suite.results.get(operation) if suite else None
+        ranking = result.ranking if result else {}
+        rankings[operation] = ranking
+        for line in table(operation, results[operation], ranking,
+                          result.design.describe() if result else None):
+            write(line)
+        for line in ranking_lines(ranking):
+            write(line)
+        write("")
+    write("CPU µs/op: CPU time per operation during the timed blocks, of this client process, the service's "
+          "process tree and the database; rest = wall time − their sum (waiting, wire, scheduling).")
+    write("k6 cross-check: " + k6_status())
+    if guard is not None:
+        write(noise.describe(guard), red=guard["flagged"], bold=guard["flagged"])
     if lab is None:
         return
     context = run_context(lab.mode, lab.database, lab.implementations,
-                          benchmark=_benchmark_settings(config))
+                          benchmark=_benchmark_settings(config, suite))
+    if guard is not None:
+        context["noise"] = guard
     write(f"mode {lab.mode}; database {lab.database.server} {lab.database.version}; "
           f"{context['cpu']['count']} × {context['cpu']['model']}; commit {context['commit']}")
     out_dir = settings.RESULTS / "benchmarks"
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = context["date"].replace(":", "").replace("+0000", "Z")
     path = out_dir / f"{lab.mode}-{stamp}.json"
-    text = json.dumps({"context": context, "results": results}, indent=1)
+    text = json.dumps({"context": context, "results": results, "rankings": rankings}, indent=1)
     path.write_text(text)
     write(f"raw results: {path.relative_to(settings.ROOT)}")
     subjects = {*lab.endpoints, "direct"}
@@ -83,7 +156,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
 
 
-def _benchmark_settings(config: pytest.Config) -> dict[str, Any]:
-    names = ("benchmark_warmup", "benchmark_warmup_iterations", "benchmark_min_rounds",
-             "benchmark_max_time", "benchmark_min_time", "benchmark_timer")
-    return {name.removeprefix("benchmark_"): str(config.getoption(name)) for name in names}
+def k6_status() -> str:
+    """The load instrument's k6 figures at concurrency 1 sit beside these in make report."""
+    path = settings.RESULTS / "load" / "k6-latency.json"
+    return f"see {path.relative_to(settings.ROOT)} and make report" if path.exists() else \
+        "not measured (k6 at concurrency 1 is the load instrument's, load/)"
+
+
+def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"timer": str(config.getoption("benchmark_timer"))}
+    if suite is not None:
+        out["design"] = suite.design.describe()
+        out["seconds_per_operation"] = {op: round(r.seconds, 1) for op, r in suite.results.items()}
+    return out

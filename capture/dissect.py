@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capture.tshark import CaptureError, ensure_tshark
+from clients.protocols import PROTOCOLS
 
 H2_DATA, H2_HEADERS, H2_SETTINGS, H2_PING, H2_GOAWAY, H2_WINDOW_UPDATE = 0, 1, 4, 6, 7, 8
 H2_FRAME_HEADER = 9
@@ -32,9 +33,8 @@ WS_CONTINUATION, WS_TEXT, WS_BINARY, WS_CLOSE = 0, 1, 2, 8
 WS_DATA_OPCODES = (WS_CONTINUATION, WS_TEXT, WS_BINARY)
 HELLO_COMMANDS = frozenset({"hello", "isMaster", "ismaster"})
 
-# Which tshark dissector decodes each protocol's port.
-DISSECTOR = {"rest": "http", "graphql": "http", "ws": "http", "grpc": "http2",
-             "mongo": "mongo"}
+# Which tshark dissector decodes each protocol's port (clients/protocols.py), and the database's.
+DISSECTOR = {**{name: p.dissector for name, p in PROTOCOLS.items()}, "mongo": "mongo"}
 
 
 @dataclass(frozen=True)

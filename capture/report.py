@@ -10,6 +10,7 @@ from typing import Any
 
 from capture.tshark import LOOPBACK_NOTE
 from capture.wire import DIRECTIONS, PHASES
+from clients.protocols import label
 from report.published import load as load_published
 from report.published import study_bytes as published_bytes
 
@@ -19,7 +20,6 @@ STUDY = ("Kamiński et al., \"Comparative review of selected Internet communicat
 # Table 7 of the study, bytes, from the published figures kept as data.
 STUDY_TABLE_7 = published_bytes(load_published())
 STUDY_OPERATION = {"fetch-one": "Fetching element", "insert": "Inserting element"}
-PROTOCOL_NAME = {"rest": "REST", "grpc": "gRPC", "graphql": "GraphQL", "ws": "WebSockets"}
 NETNS_NOTE = ("Captured on the host end of a veth pair into a network namespace, MTU 1,500: "
               "segments of at most 1,448 payload bytes in frames of at most 1,514 bytes, with "
               "a real 14-byte Ethernet header, as on a wired link. The service<->MongoDB "
@@ -101,7 +101,7 @@ def _why_they_differ(results: dict[str, Any], comp: dict[str, Any]) -> str:
 
 
 def _ranking(order: list[str]) -> str:
-    return " < ".join(PROTOCOL_NAME.get(p, p) for p in order)
+    return " < ".join(label(p) for p in order)
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -116,7 +116,7 @@ def markdown(results: dict[str, Any]) -> str:
               + (NETNS_NOTE if netns else LOOPBACK_NOTE), ""]
     lines += ["Frames and frame bytes are what tshark records per packet (link header "
               "included); TCP payload is `tcp.len`; application payload is the body "
-              "itself: " + "; ".join(f"{PROTOCOL_NAME.get(p, p)}: {s}"
+              "itself: " + "; ".join(f"{label(p)}: {s}"
                                      for p, s in ctx["payload_source"].items()) + ". "
               "→ is client to server, ← server to client.", ""]
     if results["problems"]:
@@ -134,7 +134,7 @@ def markdown(results: dict[str, Any]) -> str:
     rows = []
     for op, c in comp.items():
         for protocol, r in c["rows"].items():
-            rows.append([STUDY_OPERATION[op], PROTOCOL_NAME.get(protocol, protocol),
+            rows.append([STUDY_OPERATION[op], label(protocol),
                          _n(r["study"]), _n(r["new_connection"]),
                          _n(r["new_connection_with_db"]), _n(r["steady"]),
                          f"{r['study_over_lab']:.2f}"])

@@ -39,7 +39,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from capture.dissect import (
-    GRPC_PREFIX,
     H2_GOAWAY,
     H2_HEADERS,
     H2_PREFACE,
@@ -66,6 +65,7 @@ from capture.tshark import (
     tally,
 )
 from capture.workload import OPERATIONS, RemoteWorkload, Workload
+from clients.protocols import PROTOCOLS
 from lab import dataset
 from lab.context import run_context
 from lab.stack import running_lab
@@ -77,12 +77,8 @@ DEFAULT_N = 50
 # its flow-control PINGs, whether a WebSocket closes with FIN or RST): each
 # cell is the connection with the median total of this many.
 NEW_CONNECTION_REPEATS = 5
-APP_PAYLOAD_SOURCE = {
-    "rest": "HTTP body: http.content_length",
-    "graphql": "HTTP body (query + variables / data): http.content_length",
-    "grpc": f"protobuf messages: grpc.message_length (without the {GRPC_PREFIX}-byte prefix)",
-    "ws": "WebSocket data-frame payload: websocket.payload_length",
-}
+# How each protocol's application payload is counted (clients/protocols.py says which).
+APP_PAYLOAD_SOURCE = {name: p.payload_source for name, p in PROTOCOLS.items()}
 
 
 def service_port(endpoint: str) -> int:
@@ -100,9 +96,10 @@ def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
         lay = layers.get(p.number)
         if lay is None:
             continue
-        if protocol == "grpc":
+        payload = PROTOCOLS[protocol].payload
+        if payload == "grpc_messages":
             n = sum(lay.grpc_messages)
-        elif protocol == "ws":
+        elif payload == "websocket_data":
             n = sum(f.length for f in lay.ws if f.opcode in WS_DATA_OPCODES)
         else:
             n = lay.http_body
@@ -133,6 +130,7 @@ def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port:
     count with the operation); a pure ACK joins the phase of the data before it.
     """
     acc = {ph: [Tally(), Tally()] for ph in PHASES}
+    transport = PROTOCOLS[protocol].transport
     last = "operation"
     ws_started = False
     h2_headers_from: set[int] = set()
@@ -147,13 +145,13 @@ def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port:
             continue
         lay = layers.get(p.number) or Layers()
         setup = teardown = 0
-        if protocol == "ws":
+        if transport == "websocket":
             ws_started = ws_started or bool(lay.ws)
             if not ws_started:
                 setup = p.payload
             else:
                 teardown = sum(f.size for f in lay.ws if f.opcode == WS_CLOSE)
-        elif protocol == "grpc":
+        elif transport == "http2":
             setup = H2_PREFACE if lay.h2_magic else 0
             for f in lay.h2:
                 if f.type == H2_SETTINGS or (f.type == H2_WINDOW_UPDATE and f.stream == 0
@@ -280,7 +278,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         capture_s = time.monotonic() - t_capture
         progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
 
-        decode = {ports[k]: _dissector(protocols[k]) for k in ports}
+        decode = {ports[k]: PROTOCOLS[protocols[k]].dissector for k in ports}
         service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"})
         if db_cap is not None:
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
@@ -308,10 +306,6 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         results["context"]["records"] = _record_sizes()
     results["context"]["elapsed_seconds"] = round(time.monotonic() - started, 2)
     return results
-
-
-def _dissector(protocol: str) -> str:
-    return "http2" if protocol == "grpc" else "http"
 
 
 def _tshark_version() -> str:

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 from clients.base import GameClient
-from clients.direct import DirectClient
-from clients.graphql import GraphQLClient
-from clients.grpc import GrpcClient
-from clients.rest import RestClient
-from clients.ws import WebSocketClient
-
-CLIENTS: dict[str, type] = {
-    "rest": RestClient, "grpc": GrpcClient, "graphql": GraphQLClient, "ws": WebSocketClient,
-    "direct": DirectClient,
-}
+from clients.protocols import get as protocol_descriptor
 
 
 def connect(protocol: str, endpoint: str) -> GameClient:
-    try:
-        return CLIENTS[protocol](endpoint)
-    except KeyError:
-        raise ValueError(f"no client for protocol {protocol!r}") from None
+    """The client of `protocol` (its descriptor in clients/protocols.py), or the
+    in-process baseline for "direct"."""
+    if protocol == "direct":
+        from clients.direct import DirectClient  # the services' store: pymongo, only when asked for
+
+        return DirectClient(endpoint)  # type: ignore[return-value]
+    return protocol_descriptor(protocol).client_class()(endpoint)
 
 
 def check_health(protocol: str, endpoint: str) -> None:

@@ -8,11 +8,21 @@ in `.native`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 Game = dict[str, Any]
 
 OPERATIONS = ("create", "get", "list", "update", "delete", "health")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One pushed message of a feed (contract/push.md), from any push protocol."""
+    event: str  # the feed's name, "end", "error" or "broadcast"
+    data: Any  # its decoded JSON payload
+    id: str | None = None
+    wire_bytes: int = 0  # its bytes as the protocol frames them (SSE fields; a WebSocket message)
 
 
 class GameClient(Protocol):

@@ -6,26 +6,27 @@ from __future__ import annotations
 import itertools
 import socket
 import threading
+import time
+from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from simple_websocket import Client
 
-from clients.base import OperationClient
+from clients.base import Event, OperationClient
 from contract.codec import dumps, loads
 from contract.errors import ContractError, Unavailable, error_for
 from lab.settings import CALL_TIMEOUT
 
 
-class _UntimedReader(threading.Thread):
-    """The library's reader thread, started after the handshake (which the
-    connect timeout bounds): from then on it blocks in recv() without a
-    timeout while the connection idles, and receive(timeout=...) bounds each
-    call instead. Left with the connect timeout, its recv() would end an
-    idle connection (1005) after `timeout` seconds."""
-
-    def __init__(self, target: Any, **kwargs: Any):
-        target.__self__.sock.settimeout(None)
-        super().__init__(target=target, **kwargs)
+def _reader_thread(target: Any) -> threading.Thread:
+    """The library's reader thread, its socket made blocking before it starts:
+    it blocks in recv() while the connection idles (receive(timeout=...)
+    bounds each call instead). Clearing the timeout after connect() raced
+    with the thread's first recv(), which then timed out after an idle
+    `timeout` and closed the connection (close code 1005 on the next send)."""
+    target.__self__.sock.settimeout(None)
+    return threading.Thread(target=target)
 
 
 class WebSocketClient(OperationClient):
@@ -34,22 +35,31 @@ class WebSocketClient(OperationClient):
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
         self.timeout = timeout
         self.ids = itertools.count(1)
+        self.pushed: deque[tuple[dict[str, Any], int]] = deque()  # push messages received meanwhile
         # simple-websocket takes no connect timeout: the socket it creates
         # inherits the default one, which bounds connect and handshake.
         previous = socket.getdefaulttimeout()
         socket.setdefaulttimeout(timeout)
         try:
-            self.ws = Client.connect(endpoint, thread_class=_UntimedReader)
+            self.ws = Client.connect(endpoint, thread_class=_reader_thread)
         finally:
             socket.setdefaulttimeout(previous)
         self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def _receive(self, timeout: float) -> tuple[dict[str, Any], int]:
+        reply = self.ws.receive(timeout=timeout)
+        if reply is None:
+            raise Unavailable(f"no message within {timeout} s", native="timeout")
+        return loads(reply), len(reply.encode() if isinstance(reply, str) else reply)
+
     def _exchange(self, message: str | bytes, request_id: Any) -> Any:
         self.ws.send(message)
-        reply = self.ws.receive(timeout=self.timeout)
-        if reply is None:
-            raise Unavailable(f"no reply within {self.timeout} s", native="timeout")
-        response = loads(reply)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            response, size = self._receive(max(deadline - time.monotonic(), 0.001))
+            if "request_id" in response or "event" not in response:
+                break
+            self.pushed.append((response, size))  # a push message: kept for next_push()
         if response.get("request_id") != request_id:
             raise ContractError(f"reply to request {response.get('request_id')!r}, "
                                 f"expected {request_id!r}", native=response)
@@ -72,5 +82,72 @@ class WebSocketClient(OperationClient):
             request_id = None
         return self._exchange(body, request_id)
 
+    # --- echo, broadcast and push (contract/ws-protocol.md, push.md) -----------
+
+    def echo(self, payload: Any) -> Any:
+        return self._call("echo", payload=payload)
+
+    def broadcast(self, payload: Any) -> dict[str, int]:
+        return self._call("broadcast", payload=payload)
+
+    def subscribe(self, feed: str, last_event_id: str | None = None, **params: Any) -> PushStream:
+        if last_event_id is not None:
+            params["last_event_id"] = last_event_id
+        self._call("subscribe", feed=feed, **params)
+        return PushStream(self, feed)
+
+    def unsubscribe(self, feed: str) -> None:
+        self._call("unsubscribe", feed=feed)
+
+    def next_push(self, timeout: float | None = None) -> Event:
+        """The next push message (of any feed, or a broadcast)."""
+        message, size = self.pushed.popleft() if self.pushed else self._receive(timeout or self.timeout)
+        if "event" not in message or "request_id" in message:
+            raise ContractError(f"expected a push message, got {message!r}", native=message)
+        data = message["data"]
+        if message["event"] == "end" or message["event"] == "error":
+            data = {**data, "feed": message.get("feed")}
+        return Event(event=message["event"], data=data, id=message.get("id"), wire_bytes=size)
+
     def close(self) -> None:
         self.ws.close()
+
+
+class PushStream:
+    """One subscription on a WebSocket client: iterate for its feed's events
+    (other push messages are set aside in `.other`); close() unsubscribes."""
+
+    def __init__(self, client: WebSocketClient, feed: str):
+        self.client = client
+        self.feed = feed
+        self.ended = False
+        self.other: list[Event] = []
+        self.http_version = "WebSocket"
+
+    def __iter__(self) -> Iterator[Event]:
+        while not self.ended:
+            event = self.client.next_push()
+            if event.event == self.feed:
+                yield event
+            elif event.event in ("end", "error") and event.data.get("feed") == self.feed:
+                self.ended = True
+                yield event
+            else:
+                self.other.append(event)
+
+    def close(self) -> None:
+        if not self.ended:
+            self.ended = True
+            try:
+                self.client.unsubscribe(self.feed)
+            except ContractError:
+                pass  # ended meanwhile
+            # messages pushed before the reply: not for a later subscription
+            self.client.pushed = deque(m for m in self.client.pushed
+                                       if self.feed not in (m[0].get("event"), m[0].get("feed")))
+
+    def __enter__(self) -> PushStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

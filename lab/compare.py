@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lab import settings
+from lab import compose, settings
 
 BENCHMARKS = settings.RESULTS / "benchmarks"
 STATS = ("mean", "min", "max", "stddev", "median")
@@ -51,9 +51,10 @@ def describe(label: str, context: dict[str, Any]) -> str:
         daemon = docker.get("daemon", {})
         text += (f"; Docker {daemon.get('version')}, userland proxy "
                  f"{'on' if daemon.get('userland_proxy') else 'off'}, {daemon.get('storage_driver')}, "
-                 f"cgroup v{daemon.get('cgroup_version')}, base image {docker.get('base_image')}, "
-                 f"ports published on {docker.get('published_on')}, "
-                 f"health checks every {docker.get('health_interval')}")
+                 f"cgroup v{daemon.get('cgroup_version')}, images {compose.images_text(docker)}, "
+                 f"ports published on {docker.get('published_on')}, service health checks "
+                 + (f"every {docker['health_interval']}" if docker.get("health_interval")
+                    else "none (the lab's own clients)"))
     return text
 
 

@@ -5,19 +5,26 @@
 
 `running_stack` ensures a Docker daemon (lab.dockerd: an answering one, else
 a private one with --userland-proxy=false), chooses the images, builds the
-service images that are missing or out of date, starts compose.yaml under a
-unique project name with every port published on 127.0.0.1 at a port chosen
-here, waits (with a deadline) until Docker reports every container healthy,
-and yields a lab.stack.Lab. On the way out: `down -v`, unless LAB_KEEP_STACK=1,
-and the daemon is stopped if it was started here.
+service images that are missing or out of date (one hash per implementation
+over its own inputs), starts compose.yaml under a unique project name with
+every port published on 127.0.0.1 at a port chosen here, waits (with a
+deadline) until the database is healthy and every service answers a health
+call through its protocol's own client, and yields a lab.stack.Lab. On the way
+out: `down -v`, unless LAB_KEEP_STACK=1, and the daemon is stopped if it was
+started here.
 
-Images, by variable (README):
-  LAB_BASE_IMAGE   base of the service images   (default python:3.11-slim)
-  LAB_MONGO_IMAGE  MongoDB                      (default mongo:8.0, the official image)
-  LAB_IMAGE_PREFIX name prefix of service images (default protolab)
-When neither default is present locally and Docker Hub cannot be reached, the
-lab says so and uses its local images instead (protolab/python:3.11,
-protolab/secantusd:<version>), built by `python -m lab.dockerd images`.
+One Dockerfile per language runtime (LANGUAGES below: docker/python,
+docker/go (multi-stage), docker/node); images, by variable (README):
+  LAB_PYTHON_IMAGE  base of the Python services   (default python:3.11-slim)
+  LAB_GO_IMAGE      builder of the Go services    (default golang:1.26-bookworm)
+  LAB_DEBIAN_IMAGE  runtime of the Go services    (default debian:bookworm-slim)
+  LAB_NODE_IMAGE    base of the Node.js services  (default node:20-bookworm-slim)
+  LAB_MONGO_IMAGE   MongoDB                       (default mongo:8.0, the official image)
+  LAB_IMAGE_PREFIX  name prefix of service images (default protolab)
+A default that is not present locally while Docker Hub cannot be reached is
+replaced, with a line saying so, by the lab's local stand-in (protolab/python,
+protolab/golang, protolab/node, protolab/debian, protolab/secantusd), built by
+`python -m lab.dockerd images` (or on first use).
 
 compose.yaml is generated from the manifests, so adding an implementation
 folder is enough:
@@ -46,30 +53,58 @@ from pathlib import Path
 from typing import Any
 
 from clients import check_health
+from clients.protocols import get as protocol_descriptor
 from lab import dockerd, interpreter, settings
 from lab.database import Database, external
 from lab.processes import free_port
-from lab.registry import Implementation, discover, select
+from lab.registry import Implementation, discover, glob_files, select
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
 MONGO_SERVICE = "mongo"
 MONGO_PORT = 27017
-DEFAULT_BASE_IMAGE = "python:3.11-slim"
+MONGO_IMAGE_VARIABLE = "LAB_MONGO_IMAGE"
 DEFAULT_MONGO_IMAGE = "mongo:8.0"
 DEFAULT_PREFIX = "protolab"
-DEFAULT_PORT = 8000
-# Docker's health checks run a process in the container at every interval,
-# which shows in σ and max while measuring (a Python check every 2 s widened
-# σ five-fold). So the services are checked rarely, and the lab waits for
-# them itself, through their own protocol's client; the database (a tiny
-# ping script in the lab's image) is checked often, because the services'
-# depends_on waits for it.
-HEALTH_INTERVAL = "30s"
+# Readiness is the lab's business, not Docker's: the services have no Docker
+# health check. The lab waits until each answers a health call through its
+# protocol's own client (any language, no program inside the image), and
+# nothing in compose waits on a service. A Docker check would also run a
+# process in the container at every interval while measuring (a Python check
+# every 2 s widened σ five-fold). The database keeps one (a tiny ping script
+# in the lab's image, mongosh in the official one), checked every second,
+# because the services' depends_on waits for it.
 MONGO_HEALTH_INTERVAL = "1s"
-# Files the service images are built from (services/common/Dockerfile copies them).
-IMAGE_INPUTS = ("pyproject.toml", "contract", "services", "clients",
-                "lab/__init__.py", "lab/settings.py", "lab/registry.py", ".dockerignore")
 SOURCE_LABEL = "org.protolab.source-hash"
+
+
+@dataclass(frozen=True)
+class Language:
+    """How Docker mode builds one language's implementations."""
+
+    dockerfile: str                            # from the root; a manifest's [docker] may name another
+    images: tuple[tuple[str, str, str], ...]   # (build argument, variable, default image)
+    inputs: tuple[str, ...]                    # the language's shared files the image copies (globs)
+    runs_build: bool = False                   # the Dockerfile runs the manifest's [build] (BUILD_COMMAND)
+
+
+# Adding a language: one entry, its Dockerfile, and its local stand-in images in lab.dockerd.
+LANGUAGES: dict[str, Language] = {
+    "python": Language(
+        "docker/python/Dockerfile",
+        (("BASE_IMAGE", "LAB_PYTHON_IMAGE", "python:3.11-slim"),),
+        ("pyproject.toml", "contract/**", "services/common/*.py")),
+    "go": Language(
+        "docker/go/Dockerfile",
+        (("BUILDER_IMAGE", "LAB_GO_IMAGE", "golang:1.26-bookworm"),
+         ("BASE_IMAGE", "LAB_DEBIAN_IMAGE", "debian:bookworm-slim")),
+        ("services/go.mod", "services/go.sum", "services/common/go/**", "contract/contract.json"),
+        runs_build=True),
+    "node": Language(
+        "docker/node/Dockerfile",
+        (("BASE_IMAGE", "LAB_NODE_IMAGE", "node:20-bookworm-slim"),),
+        # Its [build] (npm ci) is the Dockerfile's own `npm ci` from the lock file, before the sources.
+        ("services/package.json", "services/package-lock.json", "services/common/node/**", "contract/**")),
+}
 # The official image ships mongosh; the lab's secantusd image ships its own
 # OP_MSG ping script. Either way a real ping command, not an open port.
 MONGO_HEALTH = ("if command -v mongosh >/dev/null 2>&1; "
@@ -98,23 +133,46 @@ def port_variable(impl: Implementation) -> str:
     return "LAB_PORT_" + service_name(impl).replace("-", "_").upper()
 
 
+def hash_variable(impl: Implementation) -> str:
+    return "LAB_HASH_" + service_name(impl).replace("-", "_").upper()
+
+
+def language_of(impl: Implementation) -> Language:
+    try:
+        return LANGUAGES[impl.language]
+    except KeyError:
+        raise SystemExit(f"{impl.name}: Docker mode has no Dockerfile for language {impl.language!r}; "
+                         f"add it to LANGUAGES in lab/compose.py (known: {', '.join(LANGUAGES)})") from None
+
+
 def container_port(impl: Implementation) -> int:
-    return int(impl.manifest.get("docker", {}).get("port", DEFAULT_PORT))
+    return int(impl.manifest.get("docker", {}).get("port", protocol_descriptor(impl.protocol).default_port))
 
 
 def dockerfile_of(impl: Implementation) -> str:
-    """The manifest's dockerfile (relative to the implementation's folder), from the root."""
+    """The manifest's dockerfile (relative to the implementation's folder), from the root;
+    without one, its language's."""
+    if "dockerfile" not in impl.manifest.get("docker", {}):
+        return language_of(impl).dockerfile
     path = (impl.path / impl.dockerfile).resolve()
     return path.relative_to(settings.ROOT).as_posix()
 
 
-# Where the images keep the repository and an implementation's build output.
+# Where the images keep the repository ({root}) and an implementation's build output ({out}).
 CONTAINER_ROOT = Path("/app")
 CONTAINER_OUT = Path("/app/build")
 
 
 def container_command(impl: Implementation) -> str:
+    """The manifest's [run] command with its placeholders mapped to the image's paths."""
     return shlex.join(impl.expand(impl.command, python="python", root=CONTAINER_ROOT, out=CONTAINER_OUT))
+
+
+def container_build_command(impl: Implementation) -> str:
+    """The manifest's [build] command, mapped the same way ("" without one)."""
+    if not impl.build_command:
+        return ""
+    return shlex.join(impl.expand(impl.build_command, python="python", root=CONTAINER_ROOT, out=CONTAINER_OUT))
 
 
 def _q(value: object) -> str:
@@ -124,17 +182,18 @@ def _q(value: object) -> str:
 
 def render(implementations: Sequence[Implementation] | None = None) -> str:
     impls = list(discover() if implementations is None else implementations)
-    interval = f"${{LAB_HEALTH_INTERVAL:-{HEALTH_INTERVAL}}}"
     mongo_interval = f"${{LAB_MONGO_HEALTH_INTERVAL:-{MONGO_HEALTH_INTERVAL}}}"
     out = [
         "# Generated from services/*/*/manifest.toml by `python -m lab.compose write`; do not edit.",
         "# Docker mode of the lab (LAB_MODE=docker) runs it under a unique project name",
         "# and sets the LAB_*_PORT variables to free ports; by hand, unset ports are",
         "# chosen by Docker:  docker-compose up -d && docker-compose ps",
-        "# Images: LAB_MONGO_IMAGE, LAB_BASE_IMAGE, LAB_IMAGE_PREFIX (see README).",
+        "# Images: LAB_MONGO_IMAGE, LAB_PYTHON_IMAGE, LAB_GO_IMAGE, LAB_DEBIAN_IMAGE,",
+        "# LAB_NODE_IMAGE, LAB_IMAGE_PREFIX (see README). The services have no Docker",
+        "# health check: the lab waits for each through its protocol's own client.",
         "services:",
         f"  {MONGO_SERVICE}:",
-        f"    image: ${{LAB_MONGO_IMAGE:-{DEFAULT_MONGO_IMAGE}}}",
+        f"    image: ${{{MONGO_IMAGE_VARIABLE}:-{DEFAULT_MONGO_IMAGE}}}",
         f"    ports: [\"127.0.0.1:${{LAB_MONGO_PORT:-}}:{MONGO_PORT}\"]",
         "    healthcheck:",
         f"      test: {_q(['CMD-SHELL', MONGO_HEALTH])}",
@@ -145,6 +204,7 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
     ]
     for impl in impls:
         port = container_port(impl)
+        language = language_of(impl)
         out += [
             f"  {service_name(impl)}:",
             f"    image: ${{LAB_IMAGE_PREFIX:-{DEFAULT_PREFIX}}}/{service_name(impl)}",
@@ -153,25 +213,22 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
             f"      dockerfile: {dockerfile_of(impl)}",
             "      network: host",
             "      args:",
-            f"        BASE_IMAGE: ${{LAB_BASE_IMAGE:-{DEFAULT_BASE_IMAGE}}}",
+            *(f"        {arg}: ${{{variable}:-{default}}}" for arg, variable, default in language.images),
             f"        SERVICE: {impl.name}",
+            *([f"        BUILD_COMMAND: {_q(container_build_command(impl))}"]
+              if impl.build_command and language.runs_build else []),
             f"        SERVICE_COMMAND: {_q(container_command(impl))}",
             f"        PORT: \"{port}\"",
-            "        SOURCE_HASH: ${LAB_SOURCE_HASH:-}",
+            f"        SOURCE_HASH: ${{{hash_variable(impl)}:-}}",
             "    pull_policy: build",
             "    environment:",
             f"      MONGODB_URI: \"mongodb://{MONGO_SERVICE}:{MONGO_PORT}/?directConnection=true\"",
             "      LAB_THREADS: ${LAB_THREADS:-4}",
+            "      LAB_CONTRACT: /app/contract/contract.json",
             f"    ports: [\"127.0.0.1:${{{port_variable(impl)}:-}}:{port}\"]",
             "    depends_on:",
             f"      {MONGO_SERVICE}:",
             "        condition: service_healthy",
-            "    healthcheck:",
-            f"      test: {_q(['CMD', 'python', '-m', 'services.common.healthcheck'])}",
-            f"      interval: {interval}",
-            "      timeout: 5s",
-            "      retries: 3",
-            "      start_period: 60s",
         ]
     return "\n".join(out) + "\n"
 
@@ -187,17 +244,25 @@ def stale_reason(path: Path = COMPOSE_FILE) -> str | None:
 # --- images --------------------------------------------------------------------
 
 
-def source_hash(base_image: str) -> str:
-    """Hash of everything a service image is built from, and of its base image."""
-    digest = hashlib.sha256(base_image.encode())
-    for entry in IMAGE_INPUTS:
-        path = settings.ROOT / entry
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for file in files:
-            if "__pycache__" in file.parts or file.suffix == ".pyc":
-                continue
-            digest.update(file.relative_to(settings.ROOT).as_posix().encode() + b"\0")
-            digest.update(file.read_bytes() + b"\0")
+def image_inputs(impl: Implementation) -> list[Path]:
+    """The files one implementation's image is built from: its language's shared
+    files, its manifest's [build] inputs, its own folder, its Dockerfile."""
+    patterns = [*language_of(impl).inputs, *impl.build_inputs, f"services/{impl.name}/**",
+                dockerfile_of(impl), ".dockerignore"]
+    return glob_files(patterns)
+
+
+def source_hash(impl: Implementation, images: dict[str, str]) -> str:
+    """Hash of what one implementation's image is built from: its inputs, its
+    build arguments and the images its language builds on."""
+    digest = hashlib.sha256()
+    for _, variable, _ in language_of(impl).images:
+        digest.update(f"{variable}={images[variable]}\0".encode())
+    for arg in (container_build_command(impl), container_command(impl), str(container_port(impl))):
+        digest.update(arg.encode() + b"\0")
+    for file in image_inputs(impl):
+        digest.update(file.relative_to(settings.ROOT).as_posix().encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
@@ -214,42 +279,56 @@ def registry_reachable(timeout: float = 4.0) -> bool:
 
 @dataclass
 class Images:
-    base: str
-    mongo: str
+    chosen: dict[str, str]  # variable (LAB_PYTHON_IMAGE, ..., LAB_MONGO_IMAGE) -> image
     prefix: str
     chosen_because: str
 
+    @property
+    def mongo(self) -> str:
+        return self.chosen[MONGO_IMAGE_VARIABLE]
 
-def choose_images(d: dockerd.Dockerd) -> Images:
-    env_base, env_mongo = os.environ.get("LAB_BASE_IMAGE"), os.environ.get("LAB_MONGO_IMAGE")
+
+def image_defaults(implementations: Sequence[Implementation]) -> dict[str, str]:
+    """The images the implementations' languages need, and the database's: variable -> default."""
+    wanted = {variable: default for impl in implementations
+              for _, variable, default in language_of(impl).images}
+    return {**wanted, MONGO_IMAGE_VARIABLE: DEFAULT_MONGO_IMAGE}
+
+
+def choose_images(d: dockerd.Dockerd, implementations: Sequence[Implementation]) -> Images:
+    """Per variable: its value if set; else the default if present locally or
+    Docker Hub answers; else the lab's local stand-in (said on a line)."""
     prefix = os.environ.get("LAB_IMAGE_PREFIX") or DEFAULT_PREFIX
-    base = env_base or DEFAULT_BASE_IMAGE
-    mongo = env_mongo or DEFAULT_MONGO_IMAGE
-    if env_base and env_mongo:
-        return Images(base, mongo, prefix, "LAB_BASE_IMAGE and LAB_MONGO_IMAGE")
-    missing = [i for i, env in ((base, env_base), (mongo, env_mongo)) if not env and not d.image_exists(i)]
+    chosen: dict[str, str] = {}
+    missing: list[str] = []
+    for variable, default in image_defaults(implementations).items():
+        chosen[variable] = os.environ.get(variable) or default
+        if not os.environ.get(variable) and not d.image_exists(default):
+            missing.append(variable)
     if not missing:
-        return Images(base, mongo, prefix, "defaults (present locally)")
+        return Images(chosen, prefix, "variables and defaults present locally")
     if registry_reachable():
-        return Images(base, mongo, prefix, "defaults (Docker Hub reachable)")
-    if not env_base:
-        base = dockerd.PYTHON_IMAGE
-    if not env_mongo:
-        mongo = dockerd.SECANTUSD_IMAGE
-    why = (f"Docker Hub is not reachable and {', '.join(missing)} not present: using the lab's local "
-           f"images (LAB_BASE_IMAGE={base} LAB_MONGO_IMAGE={mongo})")
+        return Images(chosen, prefix, "defaults (Docker Hub reachable)")
+    local = dockerd.local_images()
+    for variable in missing:
+        chosen[variable] = local[variable]
+    settings_text = " ".join(f"{v}={chosen[v]}" for v in missing)
+    why = (f"Docker Hub is not reachable and {', '.join(image_defaults(implementations)[v] for v in missing)} "
+           f"not present: using the lab's local images ({settings_text})")
     print(f"protolab: {why}", flush=True)
-    return Images(base, mongo, prefix, why)
+    return Images(chosen, prefix, why)
 
 
 def ensure_local_images(d: dockerd.Dockerd, images: Images) -> dict[str, Any]:
     """Build the lab's local images (`make docker-images`) if one in use is missing."""
-    local = {dockerd.PYTHON_IMAGE, dockerd.SECANTUSD_IMAGE, dockerd.BASE_IMAGE}
-    wanted = [i for i in (images.base, images.mongo) if i in local]
-    if not wanted or all(d.image_exists(i) for i in wanted):
+    local = dockerd.local_images()
+    wanted = [variable for variable, image in images.chosen.items()
+              if local.get(variable) == image and not d.image_exists(image)]
+    if not wanted:
         return {}
-    print(f"protolab: building the local images ({', '.join(wanted)}); once, about a minute", flush=True)
-    return dockerd.build_images(d)
+    print(f"protolab: building the local images ({', '.join(images.chosen[v] for v in wanted)}); "
+          "once, a minute or two each", flush=True)
+    return dockerd.build_images(d, only=wanted)
 
 
 # --- the running stack -----------------------------------------------------------
@@ -268,21 +347,28 @@ class ComposeStack:
     images: Images
     project: str = field(default_factory=lambda: f"protolab-{uuid.uuid4().hex[:10]}")
     ports: dict[str, int] = field(default_factory=dict)  # compose service -> host port
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
     built: list[str] = field(default_factory=list)
+    hashes: dict[str, str] = field(default_factory=dict)  # compose service -> source hash
 
     @property
     def services(self) -> list[str]:
         return [service_name(i) for i in self.implementations]
 
     def env(self) -> dict[str, str]:
-        env = {**self.d.env, "LAB_BASE_IMAGE": self.images.base, "LAB_MONGO_IMAGE": self.images.mongo,
+        env = {**self.d.env, **self.images.chosen,
                "LAB_IMAGE_PREFIX": self.images.prefix, "LAB_THREADS": str(settings.threads()),
-               "LAB_SOURCE_HASH": source_hash(self.images.base),
                "LAB_MONGO_PORT": str(self.ports.get(MONGO_SERVICE, ""))}
         for impl in self.implementations:
             env[port_variable(impl)] = str(self.ports.get(service_name(impl), ""))
+            env[hash_variable(impl)] = self.hash_of(impl)
         return env
+
+    def hash_of(self, impl: Implementation) -> str:
+        name = service_name(impl)
+        if name not in self.hashes:
+            self.hashes[name] = source_hash(impl, self.images.chosen)
+        return self.hashes[name]
 
     def compose(self, *args: str, timeout: float = 300,
                 check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -298,21 +384,27 @@ class ComposeStack:
         return f"{self.images.prefix}/{service_name(impl)}"
 
     def build(self) -> None:
-        """Build the service images that are missing or built from other sources."""
-        want = source_hash(self.images.base)
+        """Build the service images that are missing or built from other inputs
+        (each image's label holds the hash of its own inputs: source_hash)."""
         stale = []
         for impl in self.implementations:
             got = self.d.docker("image", "inspect", "--format",
                                 f'{{{{index .Config.Labels "{SOURCE_LABEL}"}}}}', self.image_of(impl),
                                 timeout=30, check=False)
-            if got.returncode != 0 or got.stdout.strip() != want:
-                stale.append(service_name(impl))
+            if got.returncode != 0 or got.stdout.strip() != self.hash_of(impl):
+                stale.append(impl)
         t0 = time.monotonic()
-        if stale:
-            print(f"protolab: building {', '.join(stale)} on {self.images.base}", flush=True)
-            self.compose("build", *stale, timeout=1800)
-        self.built = stale
+        each: dict[str, float] = {}
+        for impl in stale:  # one at a time, so that each image's time is its own
+            base = ", ".join(self.images.chosen[v] for _, v, _ in language_of(impl).images)
+            print(f"protolab: building {service_name(impl)} ({impl.language}, on {base})", flush=True)
+            t1 = time.monotonic()
+            self.compose("build", service_name(impl), timeout=1800)
+            each[service_name(impl)] = round(time.monotonic() - t1, 2)
+            print(f"protolab: built {service_name(impl)} in {each[service_name(impl)]} s", flush=True)
+        self.built = [service_name(i) for i in stale]
         self.timings["build_s"] = round(time.monotonic() - t0, 2)
+        self.timings["build_s_each"] = each
 
     def up(self) -> None:
         self.ports = {MONGO_SERVICE: free_port()} | {s: free_port() for s in self.services}
@@ -380,9 +472,12 @@ class ComposeStack:
             return dataclasses.replace(db, server=f"SecantusDB secantusd-rs (image {image})", version=tag)
         return dataclasses.replace(db, server=f"MongoDB (image {image})")
 
-    def interpreter(self, found: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        """The services' Python, probed inside the first service container."""
-        container = found[self.services[0]]["Id"]
+    def interpreter(self, found: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """The Python services' interpreter, probed inside the first Python container."""
+        python = [service_name(i) for i in self.implementations if i.language == "python"]
+        if not python:
+            return None
+        container = found[python[0]]["Id"]
         return interpreter.probe(["docker", "--host", self.d.docker_host, "exec", container, "python"])
 
     def describe(self, found: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -392,15 +487,24 @@ class ComposeStack:
             "daemon_pid": self.d.pid,
             "compose_project": self.project,
             "mongo_image": self.images.mongo,
-            "base_image": self.images.base,
+            "images": self.images.chosen,
             "images_chosen_by": self.images.chosen_because,
             "image_ids": {s: c.get("Image", "")[:19] for s, c in found.items()},
+            "source_hashes": dict(self.hashes),
             "published_on": "127.0.0.1",
-            "health_interval": os.environ.get("LAB_HEALTH_INTERVAL", HEALTH_INTERVAL),
+            "service_health_check": "none in Docker; the lab's own client, until ready",
             "mongo_health_interval": os.environ.get("LAB_MONGO_HEALTH_INTERVAL", MONGO_HEALTH_INTERVAL),
             "timings_s": self.timings,
             "interpreter": self.interpreter(found),
         }
+
+
+def images_text(docker: dict[str, Any]) -> str:
+    """The service base images a run recorded ("python:3.11-slim (python), ..."),
+    also for runs from before one image per language (their one "base_image")."""
+    images = docker.get("images") or {"LAB_PYTHON_IMAGE": docker.get("base_image")}
+    return ", ".join(f"{image} ({variable.removeprefix('LAB_').removesuffix('_IMAGE').lower()})"
+                     for variable, image in images.items() if variable != MONGO_IMAGE_VARIABLE)
 
 
 # The description of the stack this process ran last, for lab.context.run_context:
@@ -432,7 +536,7 @@ def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
         raise SystemExit(f"LAB_MODE=docker: {exc}") from None
     kept = False
     try:
-        images = choose_images(d)
+        images = choose_images(d, implementations)
         ensure_local_images(d, images)
         stack = ComposeStack(d, implementations, images)
         stack.build()
@@ -444,7 +548,10 @@ def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
             raise
         try:
             found = stack.containers()
-            lab = Lab(mode="docker", database=stack.database(), implementations=implementations)
+            # The database container's main process as the host sees it: its CPU per operation.
+            db_pid = int(found.get(MONGO_SERVICE, {}).get("State", {}).get("Pid") or 0) or None
+            lab = Lab(mode="docker", database=dataclasses.replace(stack.database(), pid=db_pid),
+                      implementations=implementations)
             for impl in implementations:
                 lab.endpoints[impl.name] = impl.endpoint_for("127.0.0.1", stack.ports[service_name(impl)])
                 lab.pids[impl.name] = int(found[service_name(impl)]["State"]["Pid"])

@@ -9,12 +9,14 @@ import subprocess
 from importlib import metadata
 from typing import Any
 
+from clients.protocols import PROTOCOLS
 from lab import interpreter, settings
 from lab.database import Database
 from lab.registry import Implementation
 
-CLIENT_PACKAGES = ("requests", "urllib3", "grpcio", "protobuf", "simple-websocket", "pymongo",
-                   "pytest-benchmark")
+# Every protocol's client packages (clients/protocols.py), the baseline's driver and the timer.
+CLIENT_PACKAGES = (*dict.fromkeys(p for d in PROTOCOLS.values() for p in d.client_packages),
+                   "pymongo", "pytest-benchmark")
 
 
 def cpu_model() -> str:

@@ -4,10 +4,11 @@ No image registry is assumed. `Dockerd` reuses a daemon that already answers;
 otherwise it starts its own dockerd on a private socket, with its networks in
 198.18.0.0/15 and the userland proxy off, and on stop undoes what dockerd did
 to the host (ip_forward, the FORWARD policy, DOCKER* chains and rules, its
-bridges). The base images are built from Debian's mirror: debootstrap, then
-`docker import`, then ordinary Dockerfiles under docker/.
+bridges). The local images (stand-ins for the official ones, docker/images/)
+are built from Debian's mirror (debootstrap, then `docker import`) and from
+the host's own toolchains (Go, Node.js), with ordinary Dockerfiles.
 
-    python -m lab.dockerd images [--[no-]host-ca]   # install if needed, build, stop
+    python -m lab.dockerd images [--[no-]host-ca] [--only LAB_GO_IMAGE ...]  # install if needed, build, stop
     python -m lab.dockerd info                      # the daemon's settings as JSON
 """
 
@@ -34,7 +35,7 @@ from typing import Any, Self
 from lab.processes import die_with_parent
 
 REPO = Path(__file__).resolve().parent.parent
-DOCKER_DIR = REPO / "docker"
+DOCKER_DIR = REPO / "docker" / "images"
 
 PACKAGES = ("docker.io", "containerd", "runc", "iptables", "debootstrap", "docker-compose")
 DATA_ROOT = Path(os.environ.get("PROTOLAB_DOCKER_DATA_ROOT", "/var/lib/protolab-docker"))
@@ -573,13 +574,21 @@ def host_ca_files() -> list[Path]:
     return sorted(HOST_CA_DIR.rglob("*.crt")) if HOST_CA_DIR.is_dir() else []
 
 
-def _build(d: Dockerd, folder: str, image: str, base: str, extra: dict[str, Path]) -> None:
-    # A temporary context: the folder plus files from the host (extra: name -> source).
+def _build(d: Dockerd, folder: str, image: str, base: str, extra: dict[str, Path],
+           extra_ca: list[Path] | None = None) -> None:
+    # A temporary context: the folder, files or folders from the host (extra: name
+    # -> source), and extra-ca/ (empty unless asked: docker/images/README.md).
     with tempfile.TemporaryDirectory(prefix=f"protolab-{folder}-") as tmp:
         ctx = Path(tmp)
         shutil.copytree(DOCKER_DIR / folder, ctx, dirs_exist_ok=True)
+        (ctx / "extra-ca").mkdir(exist_ok=True)
+        for i, cert in enumerate(extra_ca or []):
+            shutil.copy2(cert, ctx / "extra-ca" / f"{i:02d}-{cert.name}")
         for name, source in extra.items():
-            shutil.copy2(source, ctx / name)
+            if source.is_dir():
+                shutil.copytree(source, ctx / name, symlinks=True)
+            else:
+                shutil.copy2(source, ctx / name)
         build = ["build", "--network=host", "--build-arg", f"BASE_IMAGE={base}", "-t", image, str(ctx)]
         d.docker(*build, timeout=1800)
 
@@ -588,8 +597,64 @@ def build_python_image(
     d: Dockerd, image: str = PYTHON_IMAGE, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None
 ) -> None:
     """Build protolab/python:3.11; `extra_ca` certificates are added to its trust store."""
-    extra = {f"extra-ca/{i:02d}-{cert.name}": cert for i, cert in enumerate(extra_ca or [])}
-    _build(d, "python", image, base, extra)
+    _build(d, "python", image, base, {}, extra_ca)
+
+
+def _host_output(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DockerError(f"{shlex.join(argv)} failed on the host: {exc}") from None
+
+
+def host_go_version() -> str | None:
+    """The host's Go version ("1.26.8"), None without Go."""
+    if not shutil.which("go"):
+        return None
+    return _host_output(["go", "env", "GOVERSION"]).removeprefix("go")
+
+
+def host_node_version() -> str | None:
+    """The host's Node.js version ("20.20.2"), None without Node.js."""
+    if not shutil.which("node"):
+        return None
+    return _host_output(["node", "--version"]).removeprefix("v")
+
+
+def golang_image() -> str:
+    return f"protolab/golang:{host_go_version() or 'no-go-on-host'}"
+
+
+def node_image() -> str:
+    return f"protolab/node:{host_node_version() or 'no-node-on-host'}"
+
+
+def build_golang_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None) -> None:
+    """Build protolab/golang:<version> from the host's Go toolchain (its GOROOT)."""
+    if host_go_version() is None:
+        raise DockerError("the local Go image is built from the host's Go toolchain: install Go >= 1.22 "
+                          "(https://go.dev/dl/), or set LAB_GO_IMAGE to a Go image")
+    goroot = Path(_host_output(["go", "env", "GOROOT"]))
+    _build(d, "golang", golang_image(), base, {"go": goroot}, extra_ca)
+
+
+def build_node_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None) -> None:
+    """Build protolab/node:<version> from the host's node binary and npm."""
+    if host_node_version() is None or not shutil.which("npm"):
+        raise DockerError("the local Node.js image is built from the host's Node.js: install Node.js >= 20 "
+                          "with npm (https://nodejs.org/), or set LAB_NODE_IMAGE to a Node.js image")
+    node = Path(shutil.which("node") or "").resolve()
+    npm = Path(_host_output(["npm", "root", "-g"])) / "npm"
+    if not (npm / "bin" / "npm-cli.js").is_file():
+        raise DockerError(f"npm not found at {npm} (npm root -g)")
+    _build(d, "node", node_image(), base, {"node": node, "npm": npm}, extra_ca)
+
+
+def local_images() -> dict[str, str]:
+    """The lab's local stand-in for each official image, by the variable that chooses it
+    (lab/compose.py)."""
+    return {"LAB_PYTHON_IMAGE": PYTHON_IMAGE, "LAB_GO_IMAGE": golang_image(), "LAB_NODE_IMAGE": node_image(),
+            "LAB_DEBIAN_IMAGE": BASE_IMAGE, "LAB_MONGO_IMAGE": SECANTUSD_IMAGE}
 
 
 def build_secantusd_image(
@@ -604,24 +669,39 @@ def build_secantusd_image(
     _build(d, "mongo-embedded", image, base, {"secantusd-rs": binary})
 
 
-def build_images(d: Dockerd, host_ca: bool | None = None) -> dict[str, Any]:
-    """Build every base image (idempotent); return timings (s) and sizes (bytes).
+def build_images(d: Dockerd, host_ca: bool | None = None, only: list[str] | None = None,
+                 rebuild: bool = False) -> dict[str, Any]:
+    """Build the local images that are missing (all, or `only` those chosen by
+    these variables, e.g. ["LAB_GO_IMAGE"]); return timings (s) and sizes (bytes).
+    rebuild: build them even if present (not the debootstrapped base).
 
-    host_ca: add the host's local CAs to protolab/python so that pip works
-    behind an intercepting TLS proxy. None: $PROTOLAB_HOST_CA (1/0) if set,
-    else only where TLS to pypi.org is seen to be intercepted.
+    host_ca: add the host's local CAs to the python, golang and node images so
+    that pip, go and npm work behind an intercepting TLS proxy. None:
+    $PROTOLAB_HOST_CA (1/0) if set, else only where TLS to pypi.org is seen to
+    be intercepted.
     """
     if host_ca is None:
         env = os.environ.get("PROTOLAB_HOST_CA")
         host_ca = env not in ("0", "") if env is not None else tls_intercepted()
     extra_ca = host_ca_files() if host_ca else []
-    report: dict[str, Any] = {"python_extra_ca": [str(p) for p in extra_ca]}
-    steps = [
-        ("base", BASE_IMAGE, lambda: build_base_image(d)),
-        ("python", PYTHON_IMAGE, lambda: build_python_image(d, extra_ca=extra_ca)),
-        ("secantusd", SECANTUSD_IMAGE, lambda: build_secantusd_image(d)),
+    report: dict[str, Any] = {"extra_ca": [str(p) for p in extra_ca]}
+    steps = [  # (name, variable, image, build); the base first, the others build on it
+        ("base", "LAB_DEBIAN_IMAGE", BASE_IMAGE, lambda: build_base_image(d)),
+        ("python", "LAB_PYTHON_IMAGE", PYTHON_IMAGE, lambda: build_python_image(d, extra_ca=extra_ca)),
+        ("golang", "LAB_GO_IMAGE", golang_image(), lambda: build_golang_image(d, extra_ca=extra_ca)),
+        ("node", "LAB_NODE_IMAGE", node_image(), lambda: build_node_image(d, extra_ca=extra_ca)),
+        ("secantusd", "LAB_MONGO_IMAGE", SECANTUSD_IMAGE, lambda: build_secantusd_image(d)),
     ]
-    for name, image, build in steps:
+    for name, variable, image, build in steps:
+        if name != "base" and only is not None and variable not in only:
+            continue
+        if only is None and (name, variable) in (("golang", "LAB_GO_IMAGE"), ("node", "LAB_NODE_IMAGE")) \
+                and (host_go_version() if name == "golang" else host_node_version()) is None:
+            report[name] = {"image": image, "skipped": f"no {name} toolchain on the host"}
+            continue
+        if d.image_exists(image) and not (rebuild and name != "base"):
+            report[name] = {"image": image, "seconds": 0.0, "present": True, "bytes": d.image_size(image)}
+            continue
         t0 = time.monotonic()
         steps_s = build() or {}
         seconds = round(time.monotonic() - t0, 1)
@@ -633,13 +713,18 @@ def build_images(d: Dockerd, host_ca: bool | None = None) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.dockerd", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    images = sub.add_parser("images", help="build protolab/debian, protolab/python and protolab/secantusd")
+    images = sub.add_parser("images", help="build the missing local images: protolab/debian, protolab/python, "
+                            "protolab/golang, protolab/node, protolab/secantusd")
     images.add_argument(
         "--host-ca",
         action=argparse.BooleanOptionalAction,
-        help="add the host's local CAs to the python image (default: only if "
+        help="add the host's local CAs to the python, golang and node images (default: only if "
         "TLS to pypi.org is intercepted, or $PROTOLAB_HOST_CA)",
     )
+    images.add_argument("--only", nargs="+", metavar="VARIABLE",
+                        help="only the images these variables choose (LAB_PYTHON_IMAGE, LAB_GO_IMAGE, "
+                             "LAB_NODE_IMAGE, LAB_DEBIAN_IMAGE, LAB_MONGO_IMAGE)")
+    images.add_argument("--rebuild", action="store_true", help="rebuild them even if present (not the base)")
     sub.add_parser("info", help="print the daemon's settings as JSON")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
@@ -648,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
     with Dockerd() as d:
         out["dockerd"] = d.settings
         if args.cmd == "images":
-            out["images"] = build_images(d, host_ca=args.host_ca)
+            out["images"] = build_images(d, host_ca=args.host_ca, only=args.only, rebuild=args.rebuild)
     out["dockerd_timings"] = d.timings
     print(json.dumps(out, indent=2))
     return 0

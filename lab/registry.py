@@ -62,6 +62,14 @@ TOOLCHAIN_HINTS = {
     "npm": "install npm (it comes with Node.js)",
 }
 RUNTIME_VERSION = {"go": ["go", "version"], "node": ["node", "--version"]}
+# The order of languages within a protocol, wherever implementations are listed.
+LANGUAGE_ORDER = ("python", "go", "node")
+
+
+# What an implementation serves unless its manifest says otherwise (`operations`):
+# the contract's CRUD operations and a health call. A push-only one (SSE) says
+# operations = ["health", "subscribe"]; the suites select by it (lab/testing.py).
+CRUD_OPERATIONS = ("create", "get", "list", "update", "delete", "health")
 
 
 class BuildFailed(RuntimeError):
@@ -86,6 +94,7 @@ class Implementation:
     lockfile: str = "python"
     packages: tuple[str, ...] = ()
     dockerfile: str = "Dockerfile"
+    operations: tuple[str, ...] = CRUD_OPERATIONS
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # --- placeholders, build and run ---------------------------------------------
@@ -118,12 +127,7 @@ class Implementation:
         return digest.hexdigest()[:16]
 
     def input_files(self) -> list[Path]:
-        files: set[Path] = set()
-        for pattern in self.build_inputs:
-            for path in ROOT.glob(pattern):
-                if path.is_file() and "node_modules" not in path.parts:
-                    files.add(path)
-        return sorted(files)
+        return glob_files(self.build_inputs)
 
     def missing(self) -> list[str]:
         """The programs this implementation needs that are not on PATH."""
@@ -160,6 +164,9 @@ class Implementation:
     def _built(self, out: Path) -> bool:
         return (out / ".built").exists() and (not self.build_output or (ROOT / self.build_output).exists())
 
+    def serves(self, *operations: str) -> bool:
+        return set(operations) <= set(self.operations)
+
     def port_offset(self, position: int) -> int:
         """Its port above LAB_PORT_BASE: the manifest's [run] port_offset,
         else 100 + its position among the implementations started."""
@@ -179,6 +186,19 @@ class Implementation:
         if self.language == "python":
             found["python"] = sys.version.split()[0]
         return found
+
+
+def glob_files(patterns: Sequence[str]) -> list[Path]:
+    """The files the patterns (from the root) match, without caches and node_modules.
+    A trailing "**" means every file below (Python 3.11's glob gives only directories)."""
+    files: set[Path] = set()
+    for pattern in patterns:
+        if pattern.endswith("**"):
+            pattern += "/*"
+        for path in ROOT.glob(pattern):
+            if path.is_file() and not {"node_modules", "__pycache__"} & set(path.parts) and path.suffix != ".pyc":
+                files.add(path)
+    return sorted(files)
 
 
 @cache
@@ -236,6 +256,7 @@ def _load(path: Path) -> Implementation:
             lockfile=versions.get("lockfile", "python"),
             packages=tuple(versions.get("packages", manifest.get("packages", ()))),
             dockerfile=manifest.get("docker", {}).get("dockerfile", "Dockerfile"),
+            operations=tuple(manifest.get("operations", CRUD_OPERATIONS)),
             manifest=manifest)
     except KeyError as exc:
         raise SystemExit(f"{path}: manifest lacks {exc}") from None
@@ -244,9 +265,12 @@ def _load(path: Path) -> Implementation:
 def discover(root: Path = SERVICES) -> list[Implementation]:
     found = [_load(p) for p in sorted(root.glob("*/*/manifest.toml"))]
 
-    def order(impl: Implementation) -> tuple[int, str]:
+    def order(impl: Implementation) -> tuple[int, int, str]:
+        # By protocol (clients/protocols.py), then by language within it (Python, the
+        # reference, first), then by folder.
         rank = PROTOCOL_ORDER.index(impl.protocol) if impl.protocol in PROTOCOL_ORDER else 99
-        return rank, impl.name
+        language = LANGUAGE_ORDER.index(impl.language) if impl.language in LANGUAGE_ORDER else 99
+        return rank, language, impl.name
     return sorted(found, key=order)
 
 

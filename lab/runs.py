@@ -4,10 +4,19 @@ the machine cannot land on one mode only.
 
     python -m lab.runs [--runs 3] [--modes native,docker] [-- extra pytest args]
     make bench-runs RUNS=3
+    python -m lab.runs --check A.json B.json C.json [--tolerance 0.03]
+
+--check compares saved runs without running anything: each implementation's
+median ÷ direct's median per run, side by side, and its largest deviation
+from the middle run's ratio (the median of the runs); exit status 1 when one
+exceeds the tolerance. The files are pytest-benchmark's own JSON
+(--benchmark-json=F) or the lab's results/benchmarks/<mode>-<date>.json.
 
 Each run is a whole `pytest --benchmark-only` (its own lab, its own result
 file). The summary gives, per operation and implementation, the median of the
-runs' medians and their range, and, with two modes, the ratio of the second
+runs' medians and their range, the median of the runs' ratios to direct and
+their range (the ratio is what the interleaved design makes reproducible: its
+spread is the figure to watch), and, with two modes, the ratio of the second
 mode's median to the first's within each pair of adjacent runs. It is printed
 and written to results/runs-<date>.md.
 """
@@ -56,6 +65,11 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
                 if medians:
                     cell[mode] = {"median": statistics.median(medians), "low": min(medians),
                                   "high": max(medians), "medians": medians}
+                    ratios = [r["results"][op][subject]["median"] / r["results"][op]["direct"]["median"]
+                              for r in runs[mode] if subject in r["results"].get(op, {})
+                              and "direct" in r["results"][op]]
+                    if ratios and subject != "direct":
+                        cell[mode]["to_direct"] = _spread(ratios)
             if len(modes) == 2 and all(m in cell for m in modes):
                 ratios = [b / a for a, b in zip(cell[modes[0]]["medians"], cell[modes[1]]["medians"],
                                                 strict=False)]
@@ -65,15 +79,27 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
     return out
 
 
+def _spread(values: list[float]) -> dict[str, Any]:
+    """Median, range, and the largest deviation from the median in parts of it."""
+    middle = statistics.median(values)
+    return {"median": middle, "low": min(values), "high": max(values), "values": values,
+            "max_deviation": max(abs(v / middle - 1) for v in values) if middle else float("nan")}
+
+
 def tables(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str]) -> dict[str, list[str]]:
     """{operation: Markdown table lines}: median of the runs' medians [range], and the ratio."""
     out = {}
     for op, rows in summary.items():
-        head = ["implementation", *modes] + ([f"{modes[1]} / {modes[0]}"] if len(modes) == 2 else [])
+        head = (["implementation", *modes] + [f"{m} ÷ direct" for m in modes]
+                + ([f"{modes[1]} / {modes[0]}"] if len(modes) == 2 else []))
         lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
         for subject, cell in rows.items():
             cells = [f"{cell[m]['median']:.0f} [{cell[m]['low']:.0f}–{cell[m]['high']:.0f}]" if m in cell
                      else "-" for m in modes]
+            for m in modes:
+                r = cell.get(m, {}).get("to_direct")
+                cells.append(f"{r['median']:.2f} [{r['low']:.2f}–{r['high']:.2f}] ±{r['max_deviation']:.1%}"
+                             if r else "-")
             if len(modes) == 2:
                 r = cell.get("ratio")
                 cells.append(f"{r['median']:.2f} [{r['low']:.2f}–{r['high']:.2f}]" if r else "-")
@@ -84,7 +110,8 @@ def tables(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str]) -> d
 
 def explanation(modes: list[str], n: int) -> str:
     return (f"{n} runs per mode, modes alternating ({', '.join(modes)}): the median of the runs' medians "
-            "in µs, [lowest–highest run]"
+            "in µs, [lowest–highest run]; ÷ direct: the median of the runs' ratios of the median to "
+            "direct's, [range], ±largest deviation from that median"
             + (f"; {modes[1]} / {modes[0]}: the ratio of medians within each pair of adjacent runs, "
                "median [range]." if len(modes) == 2 else "."))
 
@@ -96,12 +123,60 @@ def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n:
     return "\n".join(lines)
 
 
+def ratios_of(path: Path) -> dict[str, dict[str, float]]:
+    """{operation: {subject: median ÷ direct's median}} of one saved run, in either format."""
+    data = json.loads(path.read_text())
+    medians: dict[str, dict[str, float]] = {}
+    if "benchmarks" in data:  # pytest-benchmark's --benchmark-json
+        for b in data["benchmarks"]:
+            subject = (b.get("params") or {}).get("subject")
+            if subject:
+                medians.setdefault(b["group"], {})[subject] = b["stats"]["median"]
+    elif "results" in data:
+        for op, rows in data["results"].items():
+            medians[op] = {s: r["median"] for s, r in rows.items()}
+    else:
+        raise SystemExit(f"{path}: neither pytest-benchmark JSON nor a protolab result")
+    return {op: {s: m / rows["direct"] for s, m in rows.items() if s != "direct"}
+            for op, rows in medians.items() if "direct" in rows}
+
+
+def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
+    """The runs' ratios side by side; whether every one is within tolerance of the middle."""
+    runs = [ratios_of(p) for p in paths]
+    ok = True
+    lines = [f"median ÷ direct median, per run ({', '.join(p.name for p in paths)}); "
+             f"dev: largest deviation from the middle (median) of the runs, tolerance ±{tolerance:.0%}"]
+    ops = [op for op in OPERATIONS if any(op in r for r in runs)]
+    ops += sorted({op for r in runs for op in r} - set(ops))
+    for op in ops:
+        subjects = [s for s in (runs[0].get(op) or {}) if all(s in r.get(op, {}) for r in runs)]
+        lines += ["", f"{op:<30}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(runs)))
+                  + f"{'middle':>9}{'dev':>8}"]
+        for s in subjects:
+            values = [r[op][s] for r in runs]
+            spread = _spread(values)
+            bad = spread["max_deviation"] > tolerance
+            ok &= not bad
+            lines.append(f"{s:<30}" + "".join(f"{v:>9.3f}" for v in values)
+                         + f"{spread['median']:>9.3f}{spread['max_deviation']:>7.1%}" + (" !" if bad else ""))
+    lines += ["", "all within tolerance" if ok else "NOT all within tolerance (marked !)"]
+    return "\n".join(lines), ok
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.runs", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", nargs="+", type=Path, metavar="JSON",
+                        help="compare saved runs' ratios to direct; run nothing")
+    parser.add_argument("--tolerance", type=float, default=0.03)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default="native,docker")
     parser.add_argument("extra", nargs="*", help="after --: extra pytest arguments")
     args = parser.parse_args(argv)
+    if args.check:
+        text, ok = check(args.check, args.tolerance)
+        print(text)
+        return 0 if ok else 1
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - set(settings.MODES)
     if unknown or not modes:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from clients.protocols import PROTOCOLS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MODES = ("native", "docker")
-PROTOCOL_ORDER = ("rest", "grpc", "graphql", "ws")
+# The order of clients/protocols.py, the one place a protocol is described.
+PROTOCOL_ORDER = tuple(PROTOCOLS)
 
 
 def mode() -> str:
@@ -46,6 +49,12 @@ def cache_dir() -> Path:
     base = os.environ.get("PROTOLAB_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "protolab")
     return Path(base)
+
+
+def change_streams() -> bool:
+    """The embedded database in replica-set mode, so the push feed `changes` works
+    (lab/database.py). The test suite turns it on; measurements leave it off."""
+    return os.environ.get("LAB_CHANGE_STREAMS", "0") == "1"
 
 
 def db_sync_on_commit() -> bool:

@@ -85,7 +85,8 @@ def _start_native(impl: Implementation, db: Database, logs: Path, fixed_port: in
 
 
 @contextmanager
-def running_lab(names: Sequence[str] | None = None, mode: str | None = None) -> Iterator[Lab]:
+def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
+                change_streams: bool | None = None) -> Iterator[Lab]:
     mode = mode or settings.mode()
     if mode == "docker":
         from lab import compose  # Docker mode only: native runs never import it
@@ -96,7 +97,7 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None) -> 
     implementations = select(names)
     with ExitStack() as stack:
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-logs-")))
-        db = stack.enter_context(database())
+        db = stack.enter_context(database(change_streams))
         lab = Lab(mode=mode, database=db, implementations=implementations)
         for impl in implementations:  # builds are cached: only changed inputs rebuild
             impl.build(logs / f"{impl.name.replace('/', '-')}.build.log")

@@ -6,15 +6,31 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from clients.base import GameClient
 from lab import settings
-from lab.registry import select
+from lab.registry import CRUD_OPERATIONS, select
 from lab.stack import Lab, running_lab
 
-IMPLEMENTATIONS = [impl.name for impl in select()]
+
+def implementations(*operations: str) -> list[Any]:
+    """Every implementation the lab runs, as pytest parameters; one whose
+    manifest does not list all of `operations` is skipped, saying which it lacks."""
+    found = []
+    for impl in select():
+        lacking = [op for op in operations if not impl.serves(op)]
+        reason = (f"{impl.name} does not serve {', '.join(lacking)} "
+                  f"(its manifest's operations: {', '.join(impl.operations)})")
+        marks = [pytest.mark.skip(reason=reason)] if lacking else []
+        found.append(pytest.param(impl.name, marks=marks, id=impl.name))
+    return found
+
+
+# The CRUD suites' parameters: every implementation, push-only ones skipped.
+IMPLEMENTATIONS = implementations(*CRUD_OPERATIONS)
 LAB_KEY = pytest.StashKey[Lab]()
 
 
@@ -45,7 +61,9 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 @pytest.fixture(scope="session")
 def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
-    with running_lab(mode=request.config.getoption("--lab-mode")) as running:
+    # Tests need change streams (the push feed `changes`); timings are taken without.
+    change_streams = not request.config.getoption("benchmark_only", False)
+    with running_lab(mode=request.config.getoption("--lab-mode"), change_streams=change_streams) as running:
         request.config.stash[LAB_KEY] = running  # for the benchmark summary
         yield running
 

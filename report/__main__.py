@@ -46,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"missing: {line.replace('**', '').replace('`', '')}")
     for line in summary["rankings"]:
         print(f"ranking: {line}")
+    for line in summary.get("confidence", []):
+        print(f"ranking with confidence: {line}")
     for path in paths:
         print(f"wrote {path}")
     print(f"report: done in {time.monotonic() - started:.1f} s")

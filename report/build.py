@@ -7,9 +7,11 @@ import datetime
 from typing import Any
 
 from capture import report as capture_report
-from lab import compare
+from clients.protocols import label
+from lab import compare, compose
 from lab import runs as bench_runs
-from report import figures, published
+from report import confidence, figures, grouping, published
+from report import load as load_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
 
@@ -73,7 +75,7 @@ def _docker_text(ctx: dict[str, Any]) -> str:
     proxy = d.get("userland_proxy")
     proxy_text = "unknown" if proxy is None else ("**on**" if proxy else "off")
     return (f"Docker {d.get('version')}, userland proxy {proxy_text}, {d.get('storage_driver')}, "
-            f"cgroup v{d.get('cgroup_version')}, base image {docker.get('base_image')}, "
+            f"cgroup v{d.get('cgroup_version')}, images {compose.images_text(docker)}, "
             f"database image {docker.get('mongo_image')}, ports on {docker.get('published_on')}")
 
 
@@ -163,14 +165,21 @@ def latency_section(page: Page, inputs: Inputs) -> None:
             base = rows.get("direct", {}).get("median")
             body = []
             for s in subjects:
+                language = grouping.language_label(inputs.language_of(s)) or "–"
                 if s not in rows:
-                    body.append([s, inputs.protocol_of(s), *["–"] * (len(STATS) + 2)])
+                    body.append([s, label(inputs.protocol_of(s)), language, *["–"] * (len(STATS) + 2)])
                     continue
                 r = rows[s]
-                body.append([s, inputs.protocol_of(s), f"{int(r['rounds']):,}",
+                body.append([s, label(inputs.protocol_of(s)), language, f"{int(r['rounds']):,}",
                              *(n0(r[k]) for k in STATS), ratio(r["median"], base)])
-            page.add(Table(["implementation", "protocol", "rounds", *(STAT_HEAD.get(k, k) for k in STATS),
-                            "× direct"], body, caption=f"{op}, {mode} mode (µs)", anchor=f"t-{op}-{mode}"))
+            page.add(Table(["implementation", "protocol", "language", "rounds",
+                            *(STAT_HEAD.get(k, k) for k in STATS), "× direct"], body,
+                           caption=f"{op}, {mode} mode (µs), by protocol and by language within it",
+                           anchor=f"t-{op}-{mode}"))
+            head, grid = grouping.protocol_language_grid(rows, subjects, inputs.protocol_of, inputs.language_of)
+            if len(head) > 2:  # more than one language: the same protocol side by side
+                page.add(Table(head, grid, caption=f"{op}, {mode} mode: median µs, protocol × language",
+                               anchor=f"t-{op}-{mode}-languages"))
         runs = {m: inputs.runs[m]["results"].get(op, {}) for m in MODES if m in inputs.runs}
         counts = []
         for m, rows in runs.items():
@@ -377,14 +386,16 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     gaps = missing_section(page, inputs, discovered)
     context_section(page, inputs, head)
     latency_section(page, inputs)
+    confidence_rankings = confidence.sections(page, inputs)
     native_vs_docker_section(page, inputs)
     repeated_runs_section(page, inputs)
     rankings = study_section(page, inputs, study)
     rankings += wire_section(page, inputs, study)
+    rankings += load_report.section(page, inputs.results_dir)
     page.add(Heading(2, "Sources", "sources"),
              Bullets([f"{study['citation']['text']} ({study['citation']['authors']}); Tables 4–7 "
                       f"transcribed in `report/published/kaminski2023.json` from "
                       f"{study['citation']['transcribed_from']}.",
                       "Lab results: `results/benchmarks/<mode>-latest.json` (benchmarks/conftest.py), "
                       "`results/capture/wire.json` and `wire-netns.json` (`python -m capture`)."]))
-    return page, {"missing": gaps, "rankings": rankings}
+    return page, {"missing": gaps, "rankings": rankings, "confidence": confidence_rankings}

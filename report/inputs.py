@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from report import grouping
+
 MODES = ("native", "docker")
 OPERATIONS = ("insert", "fetch-one", "fetch-100")
 RUN_COMMAND = {"native": "make bench", "docker": "make bench-docker"}
@@ -27,14 +29,25 @@ class Inputs:
         return [*(op for op in OPERATIONS if op in found), *sorted(found - set(OPERATIONS))]
 
     def subjects(self) -> list[str]:
-        """Implementations in registry order (as the runs list them), `direct` last."""
+        """Implementations by protocol, then by language within a protocol (report.grouping),
+        else as the runs list them; `direct` last."""
         out: list[str] = []
         for run in self.runs.values():
             for name in [*run["context"].get("implementations", {}),
                          *(s for rows in run["results"].values() for s in rows)]:
                 if name not in out and name != "direct":
                     out.append(name)
-        return [*out, "direct"]
+        return [*grouping.grouped(out, self.protocol_of, self.language_of), "direct"]
+
+    def language_of(self, subject: str) -> str:
+        """The manifest's language, as the runs recorded it ("" for `direct`)."""
+        for run in self.runs.values():
+            impl = run["context"].get("implementations", {}).get(subject)
+            if impl and impl.get("language"):
+                return str(impl["language"])
+        if subject == "direct":
+            return ""
+        return subject.split("/")[-1].split("_")[0]  # the folder: <language>_<library>
 
     def protocol_of(self, subject: str) -> str:
         for run in self.runs.values():

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from clients.protocols import label
+
 PUBLISHED = Path(__file__).parent / "published"
 KAMINSKI = PUBLISHED / "kaminski2023.json"
-NAMES = {"rest": "REST", "grpc": "gRPC", "graphql": "GraphQL", "ws": "WebSockets"}
 
 
 def load(path: Path = KAMINSKI) -> dict[str, Any]:
@@ -17,7 +18,7 @@ def load(path: Path = KAMINSKI) -> dict[str, Any]:
 
 
 def name(protocol: str) -> str:
-    return NAMES.get(protocol, protocol)
+    return label(protocol)
 
 
 def latency_table(study: dict[str, Any], operation: str) -> tuple[str, dict[str, Any]] | None:

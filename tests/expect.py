@@ -4,25 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
 import pytest
 
-from contract.errors import HTTP_STATUS, RESOURCE_EXHAUSTED, UNAVAILABLE, ContractError
+from clients.protocols import get
+from contract.errors import ContractError
 
 
 def assert_native(protocol: str, error: ContractError, code: str) -> None:
-    """The contract's error, spelled in the protocol's own terms."""
+    """The contract's error, spelled in the protocol's own terms (its descriptor's native_error)."""
     assert error.code == code, error
-    if protocol == "rest":
-        assert error.native == HTTP_STATUS[code], error
-    elif protocol == "grpc":
-        assert error.native == getattr(grpc.StatusCode, code), error
-    elif protocol == "graphql":
-        status, extension_code = error.native
-        assert extension_code == code, error
-        assert status in {RESOURCE_EXHAUSTED: (413,), UNAVAILABLE: (200, 503)}.get(code, (200, 400)), error
-    elif protocol == "ws":
-        assert error.native["code"] == code, error
+    descriptor = get(protocol)
+    assert descriptor.native_error(error.native, code), (
+        f"{protocol}: expected {code} as {descriptor.error_spelling}; got native={error.native!r} ({error})")
 
 
 def expect(protocol: str, code: str, call, *args: Any) -> None:

@@ -23,7 +23,7 @@ from lab.registry import discover
 from lab.testing import IMPLEMENTATIONS
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
-JSON_PROTOCOLS = ("rest", "graphql", "ws")
+JSON_PROTOCOLS = ("rest", "graphql", "ws", "socketio")
 
 UNKNOWN_ID = "999999999999"
 MALFORMED_IDS = ["not-an-id", "1234567890123", '{"$ne": null}', '{"$where": "sleep(100)"}',
@@ -90,7 +90,7 @@ def test_malformed_id_is_invalid(served, seeded, bad_id):
 
 def test_operator_object_as_id_is_invalid(served):
     impl, protocol, client = served
-    if protocol not in ("graphql", "ws"):
+    if protocol not in ("graphql", "ws", "socketio"):
         pytest.skip(f"{protocol}: an id is a string by construction (URL path, protobuf string)")
     for operator in ({"$ne": None}, {"$where": "sleep(100)"}, {"$gt": ""}):
         expect(protocol, INVALID_ARGUMENT, client.get, operator)
@@ -172,18 +172,20 @@ def test_oversize_http_request_leaves_the_connection_usable(lab, protocol_name):
     """An oversize body is read before the 413 goes out, so the same kept-alive
     connection serves the next request (closing it instead would fail a
     client's next request on that connection)."""
-    impl = next(i for i in lab.implementations if i.protocol == protocol_name)
-    url = urlsplit(lab.endpoints[impl.name])
-    path = url.path or "/games"
     body = b"{" + b" " * (MAX_REQUEST_BYTES + 5000) + b"}"
-    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
-        reader = sock.makefile("rb")
-        for _ in range(3):
-            sock.sendall(f"POST {path} HTTP/1.1\r\nHost: lab\r\nContent-Type: application/json\r\n"
-                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            assert _read_response(reader)[0] == 413
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: lab\r\n\r\n")
-            assert _read_response(reader)[0] == 200
+    implementations = [i for i in lab.implementations if i.protocol == protocol_name]
+    assert implementations
+    for impl in implementations:
+        url = urlsplit(lab.endpoints[impl.name])
+        path = url.path or "/games"
+        with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+            reader = sock.makefile("rb")
+            for _ in range(3):
+                sock.sendall(f"POST {path} HTTP/1.1\r\nHost: lab\r\nContent-Type: application/json\r\n"
+                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                assert _read_response(reader)[0] == 413, impl.name
+                sock.sendall(b"GET /health HTTP/1.1\r\nHost: lab\r\n\r\n")
+                assert _read_response(reader)[0] == 200, impl.name
 
 
 def _read_response(reader: Any) -> tuple[int, bytes]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from contract import games_pb2 as pb
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, check_game
-from contract.generate import generate
+from contract.generate import GO_DIR, generate, generate_go
 from lab import dataset
 from lab.settings import ROOT
 
@@ -21,6 +24,14 @@ def test_generated_grpc_code_is_current():
         fresh = generate(Path(tmp))
     for name, text in fresh.items():
         assert (CONTRACT / name).read_text() == text, f"run: python -m contract.generate ({name} is stale)"
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="Go not installed")
+def test_generated_go_grpc_code_is_current():
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = generate_go(Path(tmp))
+    for name, text in fresh.items():
+        assert (GO_DIR / name).read_text() == text, f"run: python -m contract.generate ({name} is stale)"
 
 
 def test_proto_game_has_exactly_the_contract_fields():

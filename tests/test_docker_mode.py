@@ -54,7 +54,35 @@ def test_every_implementation_is_a_compose_service(impl) -> None:
     assert f"SERVICE: {impl.name}\n" in block
     assert f'"127.0.0.1:${{{compose.port_variable(impl)}:-}}:{compose.container_port(impl)}"' in block
     assert "condition: service_healthy" in block
+    assert "healthcheck:" not in block  # readiness: the lab, through the protocol's own client
     assert (settings.ROOT / compose.dockerfile_of(impl)).is_file(), impl.dockerfile
+    assert "\nHEALTHCHECK " not in (settings.ROOT / compose.dockerfile_of(impl)).read_text()
+    assert f"SERVICE_COMMAND: {compose._q(compose.container_command(impl))}\n" in block
+    assert "{" not in compose.container_command(impl), "a placeholder left unmapped"
+    for _, variable, default in compose.language_of(impl).images:
+        assert f"${{{variable}:-{default}}}" in block
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda i: i.name)
+def test_an_image_is_built_from_its_own_inputs_only(impl) -> None:
+    inputs = {p.relative_to(settings.ROOT).as_posix() for p in compose.image_inputs(impl)}
+    assert compose.dockerfile_of(impl) in inputs
+    assert any(p.startswith(f"services/{impl.name}/") for p in inputs)
+    others = [i for i in IMPLEMENTATIONS if i.name != impl.name]
+    for other in others:
+        assert not any(p.startswith(f"services/{other.name}/") for p in inputs), other.name
+    foreign = {"python": "pyproject.toml", "go": "services/go.mod", "node": "services/package-lock.json"}
+    for language, marker in foreign.items():
+        if language != impl.language:
+            assert marker not in inputs, f"{impl.name} would be rebuilt when {marker} changes"
+
+
+def test_source_hash_follows_the_base_image() -> None:
+    impl = IMPLEMENTATIONS[0]
+    images = {variable: default for _, variable, default in compose.language_of(impl).images}
+    other = {variable: f"{image}-other" for variable, image in images.items()}
+    assert compose.source_hash(impl, images) == compose.source_hash(impl, dict(images))
+    assert compose.source_hash(impl, images) != compose.source_hash(impl, other)
 
 
 def test_every_published_port_is_on_loopback_only() -> None:

@@ -327,3 +327,32 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert len(found["svgs"]) == 4
     for svg in found["svgs"]:
         assert svg["w"] > 200 and svg["h"] > 100 and svg["marks"] > 10, svg
+
+
+def test_report_shows_rankings_with_confidence_the_cpu_split_and_the_noise_guard(tmp_path):
+    from lab import noise
+    from lab.statistics import rank
+
+    results = make_results(tmp_path / "results", docker=False)
+    path = results / "benchmarks" / "native-latest.json"
+    run = json.loads(path.read_text())
+    run["rankings"] = {}
+    for op, rows in run["results"].items():
+        run["rankings"][op] = rank({s: r["data_s"] for s, r in rows.items()}, block=1, resamples=200)
+        for s, r in rows.items():
+            r["cpu_us_per_op"] = {"client": 0.2 * r["median"], "database": 0.1 * r["median"],
+                                  **({"service": 0.3 * r["median"]} if s != "direct" else {})}
+            r["wall_us_per_op"] = r["mean"]
+    before = {"calibration_us": 300.0, "loadavg": [1.0, 1.0, 1.0], "cpu_ticks": {}}
+    run["context"]["noise"] = noise.verdict(before, {**before, "calibration_us": 400.0})
+    path.write_text(json.dumps(run))
+    paths, summary = write(results, results, head="0" * 40, discovered=NAMES)
+    html, md = (p.read_text() for p in paths)
+    chain = run["rankings"]["insert"]["chain"]
+    assert chain.startswith("direct < ") and f"**{chain}**" in md
+    assert f"native, insert: {chain}" in summary["confidence"]
+    assert "median ÷ direct [99 % CI]" in md and "no significant difference" not in chain
+    assert "client CPU" in md and "insert, native mode: wall time per operation split" in md
+    assert html.count("<svg") == 4 + 3  # + one CPU figure per operation
+    assert "**flagged**" in md and "calibration moved +33%" in md
+    assert "k6 at concurrency 1: not measured" in md

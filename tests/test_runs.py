@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from lab.runs import markdown, summarize
+import json
+
+from lab.runs import check, markdown, summarize
 
 
 def _run(median_us: float) -> dict:
@@ -17,4 +19,34 @@ def test_medians_of_runs_and_ratios_within_adjacent_pairs():
     assert cell["ratio"]["values"] == [1.5, 1.0, 1.1]
     assert cell["ratio"]["median"] == 1.1
     text = markdown(summarize(runs), ["native", "docker"], 3)
-    assert "| rest/python_flask | 110 [100–120] | 121 [120–150] | 1.10 [1.00–1.50] |" in text
+    assert "| rest/python_flask | 110 [100–120] | 121 [120–150] | - | - | 1.10 [1.00–1.50] |" in text
+
+
+def _with_direct(rest: float, direct: float) -> dict:
+    return {"context": {}, "results": {"fetch-one": {"rest/python_flask": {"median": rest},
+                                                     "direct": {"median": direct}}}}
+
+
+def test_each_ratio_to_direct_has_its_spread_across_runs():
+    runs = {"native": [_with_direct(200, 100), _with_direct(330, 150), _with_direct(410, 200)]}
+    cell = summarize(runs)["fetch-one"]["rest/python_flask"]["native"]["to_direct"]
+    assert cell["values"] == [2.0, 2.2, 2.05]
+    assert cell["median"] == 2.05
+    assert round(cell["max_deviation"], 4) == round(2.2 / 2.05 - 1, 4)
+    assert "2.05 [2.00–2.20] ±7.3%" in markdown(summarize(runs), ["native"], 3)
+
+
+def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tmp_path):
+    def bench_json(rest: float, direct: float) -> dict:
+        return {"benchmarks": [
+            {"group": "fetch-one", "params": {"subject": "rest/python_flask"}, "stats": {"median": rest}},
+            {"group": "fetch-one", "params": {"subject": "direct"}, "stats": {"median": direct}}]}
+    paths = []
+    for i, (rest, direct) in enumerate([(2.00, 1.0), (2.02, 1.0), (2.05, 1.0)]):
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(bench_json(rest, direct)))
+    text, ok = check(paths, 0.03)
+    assert ok and "2.000    2.020    2.050    2.020" in text
+    paths[2].write_text(json.dumps(bench_json(2.2, 1.0)))
+    text, ok = check(paths, 0.03)
+    assert not ok and text.rstrip().endswith("NOT all within tolerance (marked !)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from lab.statistics import median_ci95, percentile, summarize
+from lab.statistics import bootstrap_medians, cycles_of, median_ci95, percentile, rank, ratio_interval, summarize
 
 
 def test_percentile_interpolates_between_ranks():
@@ -28,3 +28,67 @@ def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
         low, high = median_ci95(sample)
         covered += low <= 0.6931471805599453 <= high  # ln 2, the exponential's median
     assert 0.92 <= covered / 400 <= 0.99
+
+
+# -- bootstrap intervals of ratios and the ranking rule (synthetic data, known answers) --
+
+def _interleaved(medians: dict[str, float], cycles: int, block: int, rng: random.Random,
+                 spells: bool = False) -> dict[str, list[float]]:
+    """Rounds as the suite takes them: cycle-major, `block` per cycle; lognormal
+    noise around each subject's true median; with `spells`, a slowdown factor
+    per cycle shared by every subject (a noisy neighbour)."""
+    out: dict[str, list[float]] = {name: [] for name in medians}
+    for _ in range(cycles):
+        factor = rng.choice([1.0, 1.0, 1.6, 2.5]) if spells else 1.0
+        for name, median in medians.items():
+            out[name] += [median * factor * rng.lognormvariate(0, 0.25) for _ in range(block)]
+    return out
+
+
+def test_cycles_keep_order_and_drop_a_partial_block():
+    assert cycles_of([1, 2, 3, 4, 5], 2) == [[1, 2], [3, 4]]
+
+
+def test_a_clear_difference_is_ranked_with_an_interval_around_the_true_ratio():
+    data = _interleaved({"fast": 100.0, "slow": 200.0, "direct": 50.0}, cycles=20, block=10,
+                        rng=random.Random(3))
+    result = rank(data, block=10, resamples=500)
+    assert result["order"] == ["direct", "fast", "slow"]
+    pair = next(p for p in result["pairs"] if (p["a"], p["b"]) == ("fast", "slow"))
+    assert pair["relation"] == "<"
+    assert pair["ci"][0] < 0.5 < pair["ci"][1] and pair["ci"][1] < 1
+    assert pair["text"].startswith("fast < slow: ratio 0.") and "99 % CI" in pair["text"]
+    assert result["to_baseline"]["slow"]["ci"][0] < 4.0 < result["to_baseline"]["slow"]["ci"][1]
+    assert result["chain"] == "direct < fast < slow"
+
+
+def test_equal_subjects_are_not_ranked():
+    data = _interleaved({"a": 100.0, "b": 100.0}, cycles=20, block=10, rng=random.Random(4))
+    result = rank(data, block=10, baseline=None, resamples=500)
+    assert result["pairs"][0]["relation"] == "~"
+    assert "no significant difference" in result["pairs"][0]["text"]
+    assert result["chain"] in ("a ~ b", "b ~ a")
+    assert result["to_baseline"] == {}
+
+
+def test_pairing_by_cycle_cancels_slow_spells_shared_by_all_subjects():
+    """The same 10 % difference under spells that slow every subject of a cycle
+    alike up to 2.5×: paired by cycle, the interval still excludes 1."""
+    data = _interleaved({"a": 100.0, "b": 110.0}, cycles=30, block=10, rng=random.Random(5), spells=True)
+    result = rank(data, block=10, baseline=None, resamples=500)
+    assert result["pairs"][0]["relation"] == "<"
+    low, high = result["pairs"][0]["ci"]
+    assert low < 100 / 110 < high
+
+
+def test_ratio_interval_covers_the_true_ratio_at_about_its_confidence():
+    rng = random.Random(6)
+    covered = 0
+    trials = 100
+    for _ in range(trials):
+        data = _interleaved({"a": 100.0, "b": 150.0}, cycles=20, block=5, rng=rng)
+        groups = {n: cycles_of(v, 5) for n, v in data.items()}
+        boot = bootstrap_medians(groups, resamples=300, seed=rng.randrange(1 << 30))
+        low, high = ratio_interval(boot["a"], boot["b"], confidence=0.9)
+        covered += low <= 100 / 150 <= high
+    assert 0.8 <= covered / trials <= 0.99

@@ -22,6 +22,7 @@ from contract.game import (
     check_response_size,
     check_size,
 )
+from services.common.feeds import Connection, WebSocketPush
 from services.common.store import Store
 
 # Frames above max_frame_bytes close the connection (1009); below it,
@@ -41,10 +42,12 @@ OPERATIONS = {
     "delete": (("id",), lambda p: store.delete(p["id"])),
     "health": ((), lambda p: store.health()),
 }
-OPTIONAL = {"limit", "offset"}
+OPTIONAL = {"limit", "offset", *WebSocketPush.OPTIONAL}
+# echo, broadcast, subscribe, unsubscribe (services/common/feeds.py)
+push = WebSocketPush(lambda: store.games)
 
 
-def handle(message: str | bytes) -> dict[str, Any]:
+def handle(message: str | bytes, conn: Connection | None = None) -> dict[str, Any]:
     request_id = None
     try:
         try:
@@ -64,12 +67,13 @@ def handle(message: str | bytes) -> dict[str, Any]:
         if unknown:
             raise InvalidArgument(f"unknown request member {sorted(unknown)[0]!r}")
         op = request.get("op")
-        if op not in OPERATIONS:
-            raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(OPERATIONS)}")
+        operations = OPERATIONS if conn is None else {**OPERATIONS, **push.operations(conn)}
+        if op not in operations:
+            raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(operations)}")
         params = request.get("params", {})
         if type(params) is not dict:
             raise InvalidArgument("params must be an object")
-        names, run = OPERATIONS[op]
+        names, run = operations[op]
         unknown = set(params) - set(names)
         if unknown:
             raise InvalidArgument(f"unknown parameter {sorted(unknown)[0]!r} for {op}")
@@ -98,11 +102,14 @@ def _reply(answer: dict[str, Any]) -> str:
 @app.route("/ws", websocket=True)
 def websocket() -> Response:
     ws = Server.accept(http_request.environ, max_message_size=MAX_FRAME_BYTES)
+    conn = push.connect(ws.send)
     try:
         while True:
-            ws.send(_reply(handle(ws.receive())))
+            conn.reply(_reply(handle(ws.receive(), conn)))
     except ConnectionClosed:
         pass
+    finally:
+        push.disconnect(conn)
     return _Closed()
 
 

@@ -1,0 +1,183 @@
+"""The latency suite's operations, measured interleaved once per operation,
+and handed to pytest-benchmark one subject at a time.
+
+Design (see README, "How it measures", and `python -m benchmarks.study`):
+every cycle visits every selected subject of the operation once in a fresh
+random order; a visit is DISCARD untimed calls then BLOCK timed calls. With
+CYCLES cycles every subject gets CYCLES × BLOCK rounds. The default, one
+discarded and one timed call per visit ("warm pairs"), had the steadiest
+ratios of the designs measured (README). Around each block the
+CPU time of the client process, the subject's service tree and the database
+is read (lab.resources.CpuClock), so every figure of a subject comes from the
+same rounds. Settings: LAB_BENCH_CYCLES (300), LAB_BENCH_BLOCK (1),
+LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.interleave import Design, measure
+from lab import dataset, noise
+from lab.resources import CpuClock
+from lab.statistics import rank
+from lab.testing import IMPLEMENTATIONS
+
+SUBJECTS = [*IMPLEMENTATIONS, "direct"]
+OPERATIONS = ("insert", "fetch-one", "fetch-100")
+TESTS = {"test_insert": "insert", "test_fetch_one": "fetch-one", "test_fetch_100": "fetch-100"}
+INSERT_GAME = dataset.median_game()
+FETCH_GAMES = dataset.fetch_games()
+FETCH_ID = dataset.fetch_id()
+
+
+def design_from_env() -> Design:
+    def get(name: str, default: int) -> int:
+        return int(os.environ.get(f"LAB_BENCH_{name}", default))
+    return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 300),
+                  warmup=get("WARMUP", 30))
+
+
+def _check_insert(result: Any) -> None:
+    assert {k: v for k, v in result.items() if k != "id"} == INSERT_GAME, "the stored game differs"
+
+
+def _check_fetch_one(result: Any) -> None:
+    assert result["id"] == FETCH_ID, f"fetched {result.get('id')!r}, not {FETCH_ID!r}"
+
+
+def _check_fetch_100(result: Any) -> None:
+    assert len(result) == dataset.FETCH_SET, f"{len(result)} games, not {dataset.FETCH_SET}"
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    call: Callable[[Any], Callable[[], Any]]   # client -> the call to time
+    check: Callable[[Any], None]
+    seed: list[dict[str, Any]]                  # the collection's games before the operation
+    indexes: bool
+    creates: bool = False                       # every call adds a document (deleted untimed)
+
+
+OPERATION = {
+    "insert": Operation("insert", lambda c: lambda: c.create(INSERT_GAME), _check_insert, [], False, True),
+    "fetch-one": Operation("fetch-one", lambda c: lambda: c.get(FETCH_ID), _check_fetch_one, FETCH_GAMES, True),
+    "fetch-100": Operation("fetch-100", lambda c: lambda: c.list(dataset.FETCH_SET, 0), _check_fetch_100,
+                           FETCH_GAMES, True),
+}
+
+
+@dataclass
+class Result:
+    operation: str
+    design: Design
+    times: dict[str, list[float]] = field(default_factory=dict)
+    cpu_us: dict[str, dict[str, float]] = field(default_factory=dict)   # subject -> process -> µs per op
+    wall_us: dict[str, float] = field(default_factory=dict)             # subject -> µs per op, timed windows
+    errors: dict[str, BaseException] = field(default_factory=dict)
+    ranking: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class Suite:
+    """One per benchmark session: measures an operation on first request."""
+
+    def __init__(self, lab: Any, client_of: Callable[[str], Any], selected: dict[str, list[str]],
+                 enabled: bool, design: Design | None = None):
+        self.lab = lab
+        self.client_of = client_of
+        self.selected = selected
+        self.enabled = enabled
+        self.design = design or design_from_env()
+        self.results: dict[str, Result] = {}
+        self.noise_before: dict[str, Any] | None = None
+
+    def clocks(self, subjects: list[str]) -> dict[str, CpuClock]:
+        db_pid = getattr(self.lab.database, "pid", None)
+        base = {"database": db_pid} if db_pid else {}
+        return {s: CpuClock({**base, **({"service": self.lab.pids[s]} if s in self.lab.pids else {})})
+                for s in subjects}
+
+    def run(self, name: str) -> Result:
+        if name in self.results:
+            return self.results[name]
+        if self.enabled and self.noise_before is None:
+            self.noise_before = noise.snapshot()
+        op = OPERATION[name]
+        result = self.results[name] = Result(name, self.design)
+        store = self.lab.store()
+        collection = store.games
+        try:
+            dataset.reset(collection, op.seed, indexes=op.indexes)
+            calls = {}
+            for subject in self.selected.get(name, []):
+                try:
+                    call = op.call(self.client_of(subject))
+                    out = call()
+                    op.check(out)
+                    if op.creates:
+                        collection.delete_many({})
+                    calls[subject] = call
+                except Exception as exc:  # this subject's test fails with it; the others are measured
+                    result.errors[subject] = exc
+            if not self.enabled or not calls:
+                return result
+
+            def after_untimed(subject: str, out: Any) -> None:
+                collection.delete_one({"_id": out["id"]})
+
+            def between(subject: str, outs: list[Any]) -> None:
+                collection.delete_many({})
+
+            started = time.monotonic()
+            measured = measure(calls, self.design, seed=int(time.time()), clocks=self.clocks(list(calls)),
+                               after_untimed=after_untimed if op.creates else None,
+                               between=between if op.creates else None)
+            result.seconds = time.monotonic() - started
+            result.times = measured.times
+            for subject, per_process in measured.cpu_ns.items():
+                n = len(measured.times[subject])
+                result.cpu_us[subject] = {p: ns / n / 1e3 for p, ns in per_process.items()}
+                result.wall_us[subject] = measured.wall_ns[subject] / n / 1e3
+            result.ranking = rank(result.times, self.design.block)
+        finally:
+            if op.creates:
+                dataset.reset(collection, [], indexes=False)
+            store.close()
+        return result
+
+
+def selected_subjects(items: list[Any]) -> dict[str, list[str]]:
+    """{operation: [subject, ...]} of the collected benchmark tests, in SUBJECTS order."""
+    found: dict[str, set[str]] = {}
+    for item in items:
+        op = TESTS.get(getattr(item, "originalname", ""))
+        callspec = getattr(item, "callspec", None)
+        if op and callspec is not None and "subject" in callspec.params:
+            found.setdefault(op, set()).add(callspec.params["subject"])
+    return {op: [s for s in SUBJECTS if s in subjects] for op, subjects in found.items()}
+
+
+def record(benchmark: Any, result: Result, subject: str) -> None:
+    """Hand `subject`'s rounds of an interleaved measurement to pytest-benchmark."""
+    if subject in result.errors:
+        raise result.errors[subject]
+    benchmark.group = result.operation
+    benchmark._mode = "interleaved (benchmarks/suite.py)"  # used: no "fixture not used" warning
+    if benchmark.disabled:
+        return  # make test: each subject's call was made and checked once
+    stats = benchmark._make_stats(1)
+    for seconds in result.times[subject]:
+        stats.update(seconds)
+    benchmark.extra_info.update({
+        "design": result.design.describe(),
+        "cpu_us_per_op": {p: round(v, 1) for p, v in result.cpu_us.get(subject, {}).items()},
+        "wall_us_per_op": round(result.wall_us.get(subject, 0.0), 1),
+        **({"ratio_to_direct": result.ranking["to_baseline"][subject]}
+           if subject in result.ranking.get("to_baseline", {}) else {}),
+    })

@@ -1,0 +1,115 @@
+"""socket.io: one python-socketio connection over the WebSocket transport only
+(no long-polling, no upgrade), a "call" event with an ack per request
+(contract/socketio-protocol.md)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit
+
+import socketio
+
+from clients.base import OperationClient
+from contract.codec import dumpb, dumps
+from contract.errors import ContractError, Unavailable, error_for
+from lab.settings import CALL_TIMEOUT
+
+EVENT = "call"
+PUSH_EVENT = "push"  # the WebSocket protocol's push message as its argument
+# socket.io's packets carry JSON text; encoded as every other JSON protocol
+# here encodes it (contract.codec: compact, non-ASCII kept), not with
+# python-socketio's default ASCII escapes, so byte counts compare protocols.
+CODEC = SimpleNamespace(dumps=lambda obj, **_: dumps(obj), loads=json.loads,
+                        JSONDecodeError=json.JSONDecodeError)
+
+
+class SocketIOClient(OperationClient):
+    protocol = "socketio"
+
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+        self.timeout = timeout
+        url = urlsplit(endpoint)
+        self.sio = socketio.Client(reconnection=False, handle_sigint=False, json=CODEC,
+                                   request_timeout=timeout)
+        # Push messages (broadcasts, feeds), in arrival order, with their size
+        # as the event's JSON text ('42["push",...]').
+        self.pushed: deque[tuple[dict[str, Any], int]] = deque()
+        self._arrived = threading.Condition()
+        self.sio.on(PUSH_EVENT, self._on_push)
+        try:
+            self.sio.connect(f"{url.scheme}://{url.netloc}", transports=["websocket"],
+                             socketio_path=url.path.strip("/") or "socket.io", wait_timeout=timeout)
+        except socketio.exceptions.ConnectionError as exc:
+            raise Unavailable(f"cannot connect to {endpoint}: {exc}", native="connect") from None
+
+    def _exchange(self, request: Any) -> Any:
+        try:
+            reply = self.sio.call(EVENT, request, timeout=self.timeout)
+        except socketio.exceptions.TimeoutError:
+            raise Unavailable(f"no ack within {self.timeout} s", native="timeout") from None
+        except socketio.exceptions.BadNamespaceError as exc:
+            raise Unavailable(f"not connected: {exc}", native="disconnected") from None
+        if not isinstance(reply, dict):
+            raise ContractError(f"ack is not an object: {reply!r}", native=reply)
+        if "error" in reply:
+            error = reply["error"]
+            raise error_for(error["code"], error["message"], native=error)
+        return reply["result"]
+
+    def _call(self, op: str, **params: Any) -> Any:
+        return self._exchange({"op": op, "params": params})
+
+    def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
+        """`body` is the event's argument: sent as the JSON value it holds, or,
+        if it is not JSON, as a binary attachment."""
+        try:
+            request: Any = json.loads(body)
+        except ValueError:
+            request = body
+        return self._exchange(request)
+
+    def _on_push(self, message: Any) -> None:
+        with self._arrived:
+            self.pushed.append((message, 2 + len(dumpb([PUSH_EVENT, message]))))
+            self._arrived.notify_all()
+
+    # --- echo, broadcast and push (ws-protocol.md, push.md), as clients/ws.py ----
+
+    def echo(self, payload: Any) -> Any:
+        return self._call("echo", payload=payload)
+
+    def broadcast(self, payload: Any) -> dict[str, int]:
+        return self._call("broadcast", payload=payload)
+
+    def subscribe(self, feed: str, last_event_id: str | None = None, **params: Any) -> Any:
+        from clients.ws import PushStream  # the WebSocket client's stream reads next_push()
+
+        if last_event_id is not None:
+            params["last_event_id"] = last_event_id
+        self._call("subscribe", feed=feed, **params)
+        return PushStream(self, feed)  # type: ignore[arg-type]
+
+    def unsubscribe(self, feed: str) -> None:
+        self._call("unsubscribe", feed=feed)
+
+    def next_push(self, timeout: float | None = None) -> Any:
+        """The next push message (of any feed, or a broadcast), as a clients.base.Event."""
+        from clients.base import Event
+
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: self.pushed, timeout or self.timeout):
+                raise Unavailable(f"no push message within {timeout or self.timeout} s", native="timeout")
+            message, size = self.pushed.popleft()
+        if not isinstance(message, dict) or "event" not in message:
+            raise ContractError(f"expected a push message, got {message!r}", native=message)
+        data = message.get("data")
+        if message["event"] in ("end", "error"):
+            data = {**data, "feed": message.get("feed")}
+        return Event(event=message["event"], data=data, id=message.get("id"), wire_bytes=size)
+
+    def close(self) -> None:
+        self.sio.disconnect()

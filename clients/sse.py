@@ -1,0 +1,132 @@
+"""Server-Sent Events: the push feeds of contract/push.md over HTTP/1.1 or
+cleartext HTTP/2 (httpx), parsed as the WHATWG event-stream format.
+
+    client = SseClient("http://127.0.0.1:8000")
+    with client.subscribe("synthetic", batch=50, count=10) as stream:
+        for event in stream:          # Event(id="1", event="synthetic", data=[[...], ...])
+            ...
+
+A push service serves no CRUD: this client has health() and subscribe(), and
+the CRUD suites skip SSE implementations (their manifests list the operations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+
+from clients.base import Event
+from contract.codec import loads
+from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
+from lab.settings import CALL_TIMEOUT
+from services.common.feeds import KEEPALIVE_SECONDS, PUSH
+
+
+class EventStream:
+    """One open subscription: iterate for its events; ends with the stream."""
+
+    def __init__(self, response: httpx.Response, context: Any):
+        self.response = response
+        self._context = context
+        self._lines = response.iter_lines()
+        self.comment = ""
+        self.http_version = response.http_version
+
+    def wait_subscribed(self) -> None:
+        """Read up to the server's ': subscribed <feed>' comment (push.md)."""
+        for line in self._lines:
+            if line.startswith(": subscribed"):
+                self.comment = line[2:]
+                return
+        raise ContractError("the stream ended before the subscription was confirmed")
+
+    def __iter__(self) -> Iterator[Event]:
+        fields: dict[str, str] = {}
+        data: list[str] = []
+        size = 0
+        for line in self._lines:
+            size += len(line.encode()) + 1
+            if line == "":
+                if data:
+                    yield Event(event=fields.get("event", "message"), data=loads("\n".join(data)),
+                                id=fields.get("id"), wire_bytes=size)
+                fields, data, size = {}, [], 0
+                continue
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                data.append(value)
+            else:
+                fields[name] = value
+
+    def close(self) -> None:
+        self._context.__exit__(None, None, None)
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SseClient:
+    protocol = "sse"
+
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, http2: bool = False):
+        self.endpoint = endpoint.rstrip("/")
+        self.timeout = timeout
+        # HTTP/2 over cleartext is prior knowledge (h2c): http1 off, http2 on.
+        self.http = httpx.Client(http1=not http2, http2=http2,
+                                 timeout=httpx.Timeout(timeout, read=max(timeout, KEEPALIVE_SECONDS + 5)))
+
+    def health(self) -> None:
+        try:
+            response = self.http.get(f"{self.endpoint}/health")
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"no answer: {exc}", native=type(exc).__name__) from None
+        if response.status_code != 200:
+            raise _error(response)
+
+    def subscribe(self, feed: str, last_event_id: str | None = None, **params: Any) -> EventStream:
+        """Open a subscription and wait until the server confirms it; raises the
+        contract's error when the server refuses it."""
+        return self.open_stream(urlencode({"feed": feed, **params}), last_event_id)
+
+    def open_stream(self, query: str, last_event_id: str | None = None) -> EventStream:
+        """GET /events?<query> as given (for bad-input tests: any query string)."""
+        headers = {"accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["last-event-id"] = last_event_id
+        context = self.http.stream("GET", f"{self.endpoint}{PUSH['sse_path']}?{query}", headers=headers)
+        try:
+            response = context.__enter__()
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"no answer: {exc}", native=type(exc).__name__) from None
+        if response.status_code != 200:
+            response.read()
+            context.__exit__(None, None, None)
+            raise _error(response)
+        stream = EventStream(response, context)
+        try:
+            stream.wait_subscribed()
+        except BaseException:
+            stream.close()
+            raise
+        return stream
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _error(response: httpx.Response) -> ContractError:
+    try:
+        error = response.json()["error"]
+        return error_for(error["code"], error["message"], native=response.status_code)
+    except (ValueError, KeyError, TypeError):
+        code = CODE_OF_HTTP_STATUS.get(response.status_code, INTERNAL)
+        return error_for(code, response.text[:200], native=response.status_code)

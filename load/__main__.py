@@ -1,0 +1,130 @@
+"""python -m load (make load, protolab load): the load sweep.
+
+Default: every implementation, fetch-one, closed model at 10, 50, 100, 500
+and 1,000 clients, then the open model stepped to each one's knee; results
+in results/load/<scenario>-<date>.json and <scenario>-latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+from lab import settings
+from lab.context import run_context
+from lab.stack import running_lab
+from lab.tools import k6, k6_version
+from load import operations, pinning, runner
+from load.state import prepare
+
+RESULTS = settings.RESULTS / "load"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="protolab load", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--impl", nargs="*", metavar="IMPL", help="implementations (default: all)")
+    p.add_argument("--scenario", default="sweep",
+                   help="sweep (default), feathers, pathan or kcheck (k6 at concurrency 1, issue 9)")
+    p.add_argument("--operation", default="fetch-one", choices=operations.OPERATIONS)
+    p.add_argument("--clients", nargs="*", type=int, default=list(runner.CLOSED_CLIENTS),
+                   help="closed-model virtual users (default: 10 50 100 500 1000)")
+    p.add_argument("--model", choices=("closed", "open", "both"), default="both")
+    p.add_argument("--duration", type=float, default=2.0, help="steady window per run, s (default 2)")
+    p.add_argument("--warmup", type=float, default=1.0, help="warm-up before the window, s (default 1)")
+    p.add_argument("--p99-limit", type=float, default=runner.P99_LIMIT_MS,
+                   help="open model: the knee is the highest rate held at this p99, ms (default 50)")
+    p.add_argument("--knee-steps", type=int, default=4, help="open-model steps per implementation")
+    p.add_argument("--no-pin", action="store_true", help="do not pin services and k6 to disjoint CPUs")
+    p.add_argument("--target-host", help="dial this address instead of the one the services bind")
+    p.add_argument("--generators", type=int, default=1,
+                   help="k6 processes splitting each run by execution segments (default 1)")
+    p.add_argument("--netns", action="store_true",
+                   help="services and generators in network namespaces joined by veth, MTU 1500")
+    p.add_argument("--calls", nargs="*", type=int,
+                   help="feathers: calls per connection (default 1 10 50 100; the study: up to 2000)")
+    p.add_argument("--out", help="result file name (default: <scenario>-<date>.json)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.scenario != "sweep":
+        from load import scenarios
+        return scenarios.main(args)
+    k6()  # built once, before anything starts
+    if args.netns and "LAB_HOST" not in os.environ:
+        os.environ["LAB_HOST"] = "0.0.0.0"  # bind every address: the generators dial their links' host side
+    began = time.monotonic()
+    pins = pinning.plan(not args.no_pin)
+    s = runner.Settings(operation=args.operation, warmup_s=args.warmup, steady_s=args.duration,
+                        p99_limit_ms=args.p99_limit, pinning=pins, target_host=args.target_host,
+                        segments=args.generators)
+    with running_lab(args.impl or None) as lab, _network(args, s, lab):
+        results: dict[str, Any] = {}
+        for impl in lab.implementations:
+            t0 = time.monotonic()
+            prepare(lab, args.operation)
+            closed: list[dict[str, Any]] = []
+            if args.model in ("closed", "both"):
+                closed = runner.closed_sweep(lab, impl, s, tuple(args.clients))
+            entry: dict[str, Any] = {"closed": closed}
+            if args.model in ("open", "both"):
+                peak = max((r["throughput_rps"] or 0 for r in closed if r.get("valid")), default=0.0)
+                start = 0.6 * peak if peak else 50.0
+                rows, knee = runner.knee_search(lab, impl, s, start, args.knee_steps)
+                entry.update(open=rows, knee_rps=knee, p99_limit_ms=args.p99_limit)
+                print(f"{impl.name}: knee {knee if knee is not None else 'not found'} requests/s "
+                      f"at p99 ≤ {args.p99_limit:g} ms")
+            entry["seconds"] = round(time.monotonic() - t0, 1)
+            entry["concurrency"] = impl.manifest.get("concurrency", "")
+            results[impl.name] = entry
+        context = run_context(lab.mode, lab.database, lab.implementations)
+        context.update(load_context(args, s, pins))
+        context["load"]["sweep_seconds"] = round(time.monotonic() - began, 1)
+    path = write(args.out or "sweep", {"context": context, "results": results})
+    print(f"load sweep: {context['load']['sweep_seconds']:.0f} s; results: {path.relative_to(settings.ROOT)}")
+    return 0
+
+
+def _network(args: argparse.Namespace, s: runner.Settings, lab: Any) -> Any:
+    from contextlib import nullcontext
+    if not args.netns:
+        return nullcontext()
+    from load import netns
+    return netns.generator_namespaces(s, max(2, args.generators))
+
+
+def load_context(args: argparse.Namespace, s: runner.Settings, pins: pinning.Pinning) -> dict[str, Any]:
+    return {"load": {
+        "engine": "k6", "engine_version": k6_version(), "scenario": args.scenario,
+        "operation": s.operation, "models": args.model, "closed_clients": list(args.clients),
+        "warmup_s": s.warmup_s, "steady_s": s.steady_s, "p99_limit_ms": s.p99_limit_ms,
+        "held_fraction": runner.HELD_FRACTION, "generator_cpu_limit": runner.GENERATOR_CPU_LIMIT,
+        "pinning": pins.describe(), "generator_processes": s.segments,
+        "target_host": s.target_host, "netns": bool(args.netns)}}
+
+
+def write(name: str, data: dict[str, Any]) -> Any:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = data["context"]["date"].replace(":", "").replace("+0000", "Z")
+    path = RESULTS / f"{name}-{stamp}.json"
+    text = json.dumps(data, indent=1)
+    path.write_text(text)
+    (RESULTS / f"{name}-latest.json").write_text(text)
+    return path
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""What one request of an operation is, per protocol: the bytes the lab's own
+clients send (clients/), written into the plan the k6 scripts read, so that
+every implementation of a protocol receives the same request and k6 and the
+Python clients send the same thing.
+
+Operations: fetch-one, fetch-100 and insert (as benchmarks/: the dataset's
+median game, the fetch set's middle game, its first 100), and health (the
+smallest call every protocol has: the "tiny get" of the Feathers comparison).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from google.protobuf.json_format import MessageToDict
+
+from clients.graphql import QUERIES
+from contract import games_pb2 as pb
+from contract.codec import dumps
+from contract.grpc_codec import game_to_message
+from lab import dataset
+from lab.settings import ROOT
+
+OPERATIONS = ("fetch-one", "fetch-100", "insert", "health")
+PROTO = ROOT / "contract" / "games.proto"
+GRPC_SERVICE = "protolab.games.v1.Games"
+JSON = {"Content-Type": "application/json"}
+
+
+def _call(operation: str) -> tuple[str, dict[str, Any]]:
+    """(the contract's op name, its parameters)."""
+    if operation == "fetch-one":
+        return "get", {"id": dataset.fetch_id()}
+    if operation == "fetch-100":
+        return "list", {"limit": dataset.FETCH_SET, "offset": 0}
+    if operation == "insert":
+        return "create", {"game": dataset.median_game()}
+    if operation == "health":
+        return "health", {}
+    raise SystemExit(f"unknown operation {operation!r}: expected one of {', '.join(OPERATIONS)}")
+
+
+def request(protocol: str, endpoint: str, operation: str) -> dict[str, Any]:
+    op, params = _call(operation)
+    if protocol == "rest":
+        base = endpoint.rstrip("/")
+        if op == "get":
+            return {"method": "GET", "url": f"{base}/games/{quote(params['id'], safe='')}", "body": None}
+        if op == "list":
+            return {"method": "GET", "url": f"{base}/games?limit={params['limit']}&offset={params['offset']}",
+                    "body": None}
+        if op == "create":
+            return {"method": "POST", "url": f"{base}/games", "body": dumps(params["game"]), "headers": JSON}
+        return {"method": "GET", "url": f"{base}/health", "body": None}
+    if protocol == "graphql":
+        return {"method": "POST", "url": endpoint, "headers": JSON,
+                "body": dumps({"query": QUERIES[op], "variables": params})}
+    if protocol == "grpc":
+        method, message = {
+            "get": ("GetGame", lambda: pb.GameId(id=params.get("id", ""))),
+            "list": ("ListGames", lambda: pb.ListGamesRequest(**params)),
+            "create": ("CreateGame", lambda: game_to_message(params.get("game", {}))),
+            "health": ("Health", pb.Empty),
+        }[op]
+        return {"method": f"{GRPC_SERVICE}/{method}",
+                "message": MessageToDict(message(), preserving_proto_field_name=True)}
+    if protocol == "ws":
+        return {"message": {"op": op, "params": params}}
+    raise SystemExit(f"the load instrument has no k6 script for protocol {protocol!r}")
+
+
+def script(protocol: str) -> str:
+    """The k6 script of a protocol (load/scripts/)."""
+    return {"rest": "http.js", "graphql": "http.js", "grpc": "grpc.js", "ws": "ws.js"}[protocol]

@@ -1,0 +1,95 @@
+// WebSocket (contract/ws-protocol.md) with k6/websockets: each VU opens one
+// connection and keeps it for its whole iteration.
+//
+//   closed model (plan.rate absent): send, wait for the reply (and
+//     plan.think_ms), send the next, until plan.calls replies or plan.duration_s seconds;
+//   open model (plan.rate: requests/s for all VUs): each connection sends on
+//     a fixed schedule without waiting for replies (request_id matches
+//     them), and latency counts from the scheduled send time, so a slow
+//     reply never delays the next request (no coordinated omission).
+//
+// lab_connect (Trend, ms): the opening handshake, from new WebSocket to open.
+import { WebSocket } from 'k6/websockets';
+import { Trend } from 'k6/metrics';
+import { failed, latency, now, ops, plan } from './common.js';
+
+export { options } from './common.js';
+
+const connect = new Trend('lab_connect', true);
+const template = plan.request.message;  // {op, params}; request_id added per call
+
+export default function () {
+  const begin = now();
+  const deadline = begin + 1000 * (plan.duration_s || 1e9);
+  const limit = plan.calls || Infinity;
+  const pending = new Map();   // request_id -> start (ms, the clock's origin)
+  let next = 1;
+  let answered = 0;
+  let timer = null;
+  const ws = new WebSocket(plan.target);
+  ws.binaryType = 'arraybuffer';
+
+  function send(start) {
+    const id = next++;
+    pending.set(id, start);
+    ws.send(JSON.stringify({ request_id: id, op: template.op, params: template.params }));
+  }
+  function finish() {
+    if (timer !== null) { clearInterval(timer); timer = null; }
+    for (const [, start] of pending) {  // asked, never answered before the end
+      latency.add(now() - start, { failed: 'true' });
+      failed('unanswered');
+    }
+    pending.clear();
+    ws.close();
+  }
+
+  ws.onopen = () => {
+    connect.add(now() - begin);
+    if (plan.rate) {
+      // This connection's share of the rate, on a fixed schedule from now.
+      const period = 1000 * plan.vus / plan.rate;
+      const origin = now();
+      let k = 0;
+      timer = setInterval(() => {
+        const t = now();
+        // Catch up on every slot that came due (a late timer is the
+        // generator's lateness: counted from the scheduled time).
+        while (origin + k * period <= t) {
+          if (origin + k * period >= deadline) { finish(); return; }
+          send(origin + k * period);
+          k++;
+        }
+      }, Math.max(1, Math.floor(period / 2)));
+    } else {
+      send(now());
+    }
+  };
+  ws.onmessage = (event) => {
+    const t = now();
+    let reply;
+    try { reply = JSON.parse(event.data); } catch (e) { failed('malformed_reply'); return; }
+    const start = pending.get(reply.request_id);
+    if (start === undefined) { failed('unknown_request_id'); return; }
+    pending.delete(reply.request_id);
+    if (reply.error) {
+      latency.add(t - start, { failed: 'true' });
+      failed(reply.error.code || 'error');
+    } else {
+      latency.add(t - start);
+      ops.add(1);
+    }
+    answered++;
+    if (!plan.rate) {
+      if (answered >= limit || t >= deadline) { finish(); } else if (plan.think_ms) {
+        setTimeout(() => send(now()), plan.think_ms);  // a client that pauses between requests
+      } else { send(now()); }
+    }
+  };
+  ws.onerror = (e) => {
+    failed(`ws_error`);
+  };
+  ws.onclose = () => {
+    if (timer !== null) { clearInterval(timer); timer = null; }
+  };
+}

@@ -1,0 +1,166 @@
+"""The report's sections on what a run's numbers support: rankings with their
+bootstrap intervals, where each operation's time goes (CPU of client,
+service and database beside wall time), the noise guard, and the k6
+cross-check's place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from report import figures
+from report.inputs import MODES, RUN_COMMAND, Inputs
+from report.page import Bullets, Figure, Heading, Page, Para, Table
+
+CPU_PARTS = {"client": "#4c78a8", "service": "#f58518", "database": "#54a24b", "rest": "#d9d9d9"}
+K6_RESULT = "load/k6-latency.json"
+
+
+def cpu_parts(row: dict[str, Any]) -> dict[str, float] | None:
+    """µs per operation: client / service / database CPU and the rest of the wall time."""
+    cpu, wall = row.get("cpu_us_per_op"), row.get("wall_us_per_op")
+    if not cpu or not wall:
+        return None
+    parts = {p: float(cpu.get(p, 0.0)) for p in ("client", "service", "database")}
+    parts["rest"] = max(wall - sum(parts.values()), 0.0)
+    return parts
+
+
+def cpu_figure(op: str, mode: str, rows: dict[str, dict[str, Any]], subjects: list[str]) -> str | None:
+    names = [s for s in subjects if s in rows and cpu_parts(rows[s])]
+    if not names:
+        return None
+    plt = figures.plt
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * len(names) + 2), 3.8))
+    bottoms = [0.0] * len(names)
+    for part, colour in CPU_PARTS.items():
+        heights = [cpu_parts(rows[n])[part] for n in names]  # type: ignore[index]
+        ax.bar(range(len(names)), heights, bottom=bottoms, color=colour, label=part, width=0.7)
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=7)
+    ax.set_ylabel("µs per operation")
+    ax.set_title(f"{op}, {mode} mode: where the time goes", fontsize=10)
+    ax.grid(axis="y", alpha=0.25)
+    ax.legend(fontsize=7, ncol=4, loc="upper left")
+    return figures._svg(fig, f"cpu-{op}-{mode}")
+
+
+def _ci(r: dict[str, Any]) -> str:
+    return f"{r['ratio']:.2f} [{r['ci'][0]:.2f}–{r['ci'][1]:.2f}]"
+
+
+def rankings_section(page: Page, inputs: Inputs) -> list[str]:
+    """Returns the ranking chains, for the command line's summary."""
+    page.add(Heading(2, "Rankings with confidence", "rankings"),
+             Para("The subjects of one operation are measured interleaved: every cycle visits every "
+                  "implementation and `direct` once, in random order, a short warm block each. Each "
+                  "ratio of medians gets a 99 % bootstrap interval that resamples whole cycles, the same "
+                  "cycles for both sides (paired: a slow spell of the machine slows both). The ranking "
+                  "says `a < b` only where that interval excludes 1, and `a ~ b` (no significant "
+                  "difference) otherwise; neighbours in median order are joined that way."))
+    out: list[str] = []
+    for mode in MODES:
+        run = inputs.runs.get(mode)
+        if run is None:
+            continue
+        rankings = run.get("rankings") or {}
+        if not rankings:
+            page.add(Para(f"{mode} mode: this run has no rankings (made before interleaved runs); "
+                          f"rerun `{RUN_COMMAND[mode]}`.", "missing"))
+            continue
+        for op in inputs.operations():
+            ranking = rankings.get(op)
+            if not ranking or not ranking.get("order"):
+                continue
+            out.append(f"{mode}, {op}: {ranking['chain']}")
+            page.add(Heading(3, f"{op}, {mode} mode", f"rank-{op}-{mode}"),
+                     Para(f"**{ranking['chain']}**"))
+            by_pair = {(p["a"], p["b"]): p for p in ranking["pairs"]}
+            rows = []
+            for a, b in zip(ranking["order"], ranking["order"][1:], strict=False):
+                p = by_pair[(a, b)]
+                rows.append([a, p["relation"], b, _ci(p),
+                             "no significant difference" if p["relation"] == "~" else "significant"])
+            page.add(Table(["a", "", "b", "median a ÷ median b [99 % CI]", "verdict"], rows,
+                           caption=f"{op}, {mode}: neighbours in median order "
+                                   f"({ranking['cycles']} cycles, {ranking['resamples']} resamples)",
+                           anchor=f"pairs-{op}-{mode}"))
+            to_base = ranking.get("to_baseline") or {}
+            if to_base:
+                page.add(Table(["implementation", "median ÷ direct [99 % CI]"],
+                               [[s, _ci(r)] for s, r in to_base.items()],
+                               caption=f"{op}, {mode}: ratio to direct", anchor=f"ratio-{op}-{mode}"))
+            ties = [p["text"] for p in ranking["pairs"] if p["relation"] == "~"
+                    and (p["a"], p["b"]) not in set(zip(ranking["order"], ranking["order"][1:], strict=False))]
+            if ties:
+                page.add(Para("Also not significantly different (not neighbours): " + "; ".join(ties) + "."))
+    return out
+
+
+def cpu_section(page: Page, inputs: Inputs) -> None:
+    page.add(Heading(2, "Where the time goes", "cpu"),
+             Para("CPU time per operation, read around the timed blocks from the scheduler's "
+                  "per-thread counters: the client (the benchmark's own process: the protocol's Python "
+                  "client library and its decoding), the service (its process with threads and "
+                  "children), the database; the rest of the wall time is waiting: the wire, wake-ups, "
+                  "scheduling. With two cores, parts can overlap, so the rest is a lower bound."))
+    subjects = inputs.subjects()
+    for mode in MODES:
+        run = inputs.runs.get(mode)
+        if run is None:
+            continue
+        for op in inputs.operations():
+            rows = run["results"].get(op, {})
+            body = []
+            for s in subjects:
+                parts = cpu_parts(rows.get(s, {}))
+                if parts:
+                    body.append([s, f"{rows[s]['wall_us_per_op']:.0f}",
+                                 *(f"{parts[p]:.0f}" for p in CPU_PARTS)])
+            if not body:
+                page.add(Para(f"{op}, {mode} mode: no CPU figures in this run; rerun "
+                              f"`{RUN_COMMAND[mode]}`.", "missing"))
+                continue
+            page.add(Table(["implementation", "wall µs/op", "client CPU", "service CPU", "database CPU",
+                            "rest"], body, caption=f"{op}, {mode} mode (µs per operation)",
+                           anchor=f"cpu-{op}-{mode}"))
+            svg = cpu_figure(op, mode, rows, subjects)
+            if svg:
+                page.add(Figure(f"cpu-{op}-{mode}", svg,
+                                f"{op}, {mode} mode: wall time per operation split into client CPU, service "
+                                "CPU, database CPU and the rest (waiting and wire)."))
+
+
+def noise_section(page: Page, inputs: Inputs) -> None:
+    from lab import noise
+
+    page.add(Heading(2, "Noise guard", "noise"))
+    items = []
+    for mode in MODES:
+        run = inputs.runs.get(mode)
+        if run is None:
+            continue
+        guard = run["context"].get("noise")
+        if guard is None:
+            items.append(f"{mode}: not recorded (a run made before the noise guard); rerun "
+                         f"`{RUN_COMMAND[mode]}`.")
+        else:
+            items.append(f"{mode}: " + ("**flagged** — " if guard.get("flagged") else "") + noise.describe(guard))
+    page.add(Bullets(items) if items else Para("No benchmark run saved.", "missing"))
+
+
+def k6_section(page: Page, inputs: Inputs) -> None:
+    path = inputs.results_dir / K6_RESULT
+    page.add(Heading(2, "A second client: k6", "k6"))
+    if not path.exists():
+        page.add(Para(f"k6 at concurrency 1: not measured — no `results/{K6_RESULT}` (the load "
+                      "instrument, `load/`, writes it).", "missing"))
+    else:
+        page.add(Para(f"k6 at concurrency 1: see `results/{K6_RESULT}`."))
+
+
+def sections(page: Page, inputs: Inputs) -> list[str]:
+    rankings = rankings_section(page, inputs)
+    cpu_section(page, inputs)
+    noise_section(page, inputs)
+    k6_section(page, inputs)
+    return rankings

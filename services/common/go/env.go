@@ -1,0 +1,47 @@
+package common
+
+import (
+	"context"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Address is HOST:PORT from the lab's environment (HOST defaults to 127.0.0.1).
+func Address() string {
+	host := os.Getenv("HOST")
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, os.Getenv("PORT"))
+}
+
+// Setup loads the contract and opens the store, or exits saying why.
+func Setup() (*Contract, *Store) {
+	contract, err := LoadContract()
+	if err != nil {
+		log.Fatal(err)
+	}
+	store, err := NewStore(contract)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return contract, store
+}
+
+// Listen opens the service's TCP listener on HOST:PORT (Go sets TCP_NODELAY
+// on every accepted connection by default).
+func Listen() net.Listener {
+	listener, err := net.Listen("tcp", Address())
+	if err != nil {
+		log.Fatalf("cannot listen on %s: %v", Address(), err)
+	}
+	return listener
+}
+
+// Stopping is a context cancelled by SIGTERM or SIGINT.
+func Stopping() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+}

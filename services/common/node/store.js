@@ -1,0 +1,119 @@
+// The one store of every Node.js service, with the semantics of
+// services/common/store.py: validation before anything reaches MongoDB, ids
+// are strings (seeded games: the appid; created ones: a fresh ObjectId's hex),
+// list in _id order with skip/limit, update replaces, a lost database is
+// UNAVAILABLE within MONGODB_TIMEOUT_MS.
+import {
+  MongoClient, MongoNetworkError, MongoServerSelectionError, MongoTopologyClosedError,
+  MongoNotConnectedError, ObjectId,
+} from 'mongodb';
+import {
+  ContractError, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
+  checkGame, checkId, checkPage,
+} from './contract.js';
+
+export const TIMEOUT_MS = Number.parseInt(process.env.MONGODB_TIMEOUT_MS ?? '5000', 10);
+const DEFAULT_DB = 'protolab';
+const COLLECTION = 'games';
+
+const notFound = (id) => new ContractError('NOT_FOUND', `no game with id ${JSON.stringify(id)}`);
+
+function databaseError(err) {
+  if (err instanceof ContractError) return err;
+  if (err instanceof MongoNetworkError || err instanceof MongoServerSelectionError
+      || err instanceof MongoTopologyClosedError || err instanceof MongoNotConnectedError
+      || err?.hasErrorLabel?.('ResetPool') || err?.name === 'MongoPoolClearedError') {
+    return new ContractError('UNAVAILABLE', `database unavailable: ${err.message}`);
+  }
+  return err;
+}
+
+async function guarded(operation) {
+  try {
+    return await operation();
+  } catch (err) {
+    throw databaseError(err);
+  }
+}
+
+// A stored document as the contract's Game: id first, then the contract's field order.
+export function publicGame(id, doc) {
+  const game = { id };
+  for (const [name, kind] of Object.entries(FIELDS)) {
+    const value = doc[name];
+    game[name] = kind === LANGUAGE_DETAILS && Array.isArray(value)
+      ? value.map((d) => Object.fromEntries(Object.keys(LANGUAGE_DETAIL_FIELDS).map((k) => [k, d[k]])))
+      : value;
+  }
+  return game;
+}
+
+export class Store {
+  constructor(uri = process.env.MONGODB_URI, db = process.env.MONGODB_DB ?? DEFAULT_DB) {
+    if (!uri) throw new Error('MONGODB_URI is not set');
+    this.client = new MongoClient(uri, {
+      serverSelectionTimeoutMS: TIMEOUT_MS, connectTimeoutMS: TIMEOUT_MS,
+      socketTimeoutMS: TIMEOUT_MS, appName: 'protolab',
+    });
+    this.games = this.client.db(db).collection(COLLECTION);
+  }
+
+  close() {
+    return this.client.close();
+  }
+
+  async create(game) {
+    const fields = checkGame(game);
+    const id = new ObjectId().toHexString();
+    await guarded(() => this.games.insertOne({ _id: id, ...fields }));
+    return { id, ...fields };
+  }
+
+  async get(id) {
+    checkId(id);
+    const doc = await guarded(() => this.games.findOne({ _id: id }));
+    if (doc === null) throw notFound(id);
+    return publicGame(doc._id, doc);
+  }
+
+  async list(limit = DEFAULT_LIST_LIMIT, offset = 0) {
+    const [l, o] = checkPage(limit, offset);
+    const docs = await guarded(() => this.games.find({}).sort({ _id: 1 }).skip(o).limit(l).toArray());
+    return docs.map((doc) => publicGame(doc._id, doc));
+  }
+
+  async update(id, game) {
+    checkId(id);
+    const fields = checkGame(game);
+    const result = await guarded(() => this.games.replaceOne({ _id: id }, fields));
+    if (result.matchedCount === 0) throw notFound(id);
+    return { id, ...fields };
+  }
+
+  async delete(id) {
+    checkId(id);
+    const result = await guarded(() => this.games.deleteOne({ _id: id }));
+    if (result.deletedCount === 0) throw notFound(id);
+    return null;
+  }
+
+  /** The games collection's change stream (push.md `changes`), opened: resolves once the
+   * database has accepted it, with the first change if one was already there. */
+  async watch(resumeToken) {
+    const options = { fullDocument: 'updateLookup' };
+    if (resumeToken !== undefined) options.resumeAfter = { _data: resumeToken };
+    const stream = this.games.watch([], options);
+    try {
+      const first = await stream.tryNext(); // runs the aggregate: the stream is open
+      return { stream, first };
+    } catch (err) {
+      await stream.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  async health() {
+    await guarded(() => this.client.db('admin').command({ ping: 1 }));
+    return null;
+  }
+}

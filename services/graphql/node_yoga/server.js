@@ -1,0 +1,161 @@
+// GraphQL over HTTP: graphql-yoga on Node's http server, the schema read from
+// contract/schema.graphql, field names as the dataset's.
+//
+// POST /graphql with {"query", "variables", "operationName"}. The body is read
+// under the contract's limit (413 RESOURCE_EXHAUSTED, after draining it) and
+// parsed here, then handed to yoga. As services/graphql/python_graphene: every
+// error carries extensions.code from the contract's table (yoga's and
+// graphql-js's own codes become INVALID_ARGUMENT, a masked one INTERNAL); a
+// request that never executed (parse, validation, variable coercion) answers
+// 400 without data, an executed one 200 with data.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { GraphQLError } from 'graphql';
+import { createSchema, createYoga } from 'graphql-yoga';
+import { readBody } from '../../common/node/body.js';
+import { ContractError, ERRORS, asContractError, invalid } from '../../common/node/contract.js';
+import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
+import { dumps, parse } from '../../common/node/json.js';
+import { Store } from '../../common/node/store.js';
+
+const SCHEMA = fileURLToPath(new URL('../../../contract/schema.graphql', import.meta.url));
+const store = new Store();
+
+// A resolver whose contract errors reach the client as GraphQL errors with extensions.code.
+const resolver = (fn) => async (root, args) => {
+  try {
+    return await fn(args);
+  } catch (err) {
+    if (!(err instanceof ContractError)) console.error(err);
+    const e = asContractError(err);
+    throw new GraphQLError(e.message, { extensions: { code: e.code } });
+  }
+};
+
+// graphql-js hands input objects over with a null prototype; only
+// is_kernel_ac, being nullable, may be left out in GraphQL: it reads as null.
+const gameInput = (game) => ({ ...game, is_kernel_ac: game.is_kernel_ac ?? null });
+
+const schema = createSchema({
+  typeDefs: readFileSync(SCHEMA, 'utf8'),
+  resolvers: {
+    Query: {
+      game: resolver(({ id }) => store.get(id)),
+      games: resolver(({ limit, offset }) => store.list(limit, offset)),
+      health: resolver(async () => { await store.health(); return true; }),
+    },
+    Mutation: {
+      create_game: resolver(({ game }) => store.create(gameInput(game))),
+      update_game: resolver(({ id, game }) => store.update(id, gameInput(game))),
+      delete_game: resolver(async ({ id }) => { await store.delete(id); return true; }),
+    },
+  },
+});
+
+function contractCode(error) {
+  const code = error.extensions?.code;
+  if (code in ERRORS) return code;
+  return code === 'INTERNAL_SERVER_ERROR' ? 'INTERNAL' : 'INVALID_ARGUMENT';
+}
+
+const contractErrors = {
+  // The body was read and checked already: yoga takes the parameters from here.
+  onRequestParse({ serverContext, setRequestParser }) {
+    if (serverContext.params) setRequestParser(() => serverContext.params);
+  },
+  onResultProcess({ result, setResult }) {
+    if (Array.isArray(result) || !result?.errors?.length) return;
+    const executed = result.errors.some((e) => e.path !== undefined);
+    setResult({
+      ...result,
+      errors: result.errors.map((error) => new GraphQLError(error.message, {
+        nodes: error.nodes, source: error.source, positions: error.positions, path: error.path,
+        originalError: error.originalError,
+        extensions: { ...error.extensions, code: contractCode(error), http: { status: executed ? 200 : 400 } },
+      })),
+    });
+  },
+};
+
+const yoga = createYoga({
+  schema, graphqlEndpoint: '/graphql', logging: false, landingPage: false, graphiql: false,
+  batching: false, plugins: [contractErrors],
+});
+
+function respond(res, status, body) {
+  const text = dumps(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+const fail = (res, code, message, status = ERRORS[code].http) => respond(res, status, {
+  errors: [{ message, extensions: { code } }],
+});
+
+// Python's `body.get("variables") or {}`: any falsy value means no variables.
+const falsy = (v) => !v || (Array.isArray(v) && v.length === 0)
+  || (typeof v === 'object' && Object.keys(v).length === 0);
+
+function params(body) {
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || typeof body.query !== 'string') {
+    throw invalid("the body must be an object with a string 'query'");
+  }
+  const variables = falsy(body.variables) ? {} : body.variables;
+  if (typeof variables !== 'object' || Array.isArray(variables)) throw invalid("'variables' must be an object");
+  const operationName = body.operationName ?? undefined;
+  if (operationName !== undefined && typeof operationName !== 'string') {
+    throw invalid("'operationName' must be a string");
+  }
+  return { query: body.query, variables, operationName };
+}
+
+// yoga is given the parameters through the server context (contractErrors.onRequestParse).
+const URL_OF_GRAPHQL = `http://${HOST}:${PORT}/graphql`;
+const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' };
+
+async function graphql(req, res) {
+  let request;
+  try {
+    const declared = Number.parseInt(req.headers['content-length'] ?? '', 10);
+    request = params(parse(await readBody(req, declared)));
+  } catch (err) {
+    const e = asContractError(err);
+    fail(res, e.code, e.message);
+    return;
+  }
+  const response = await yoga.fetch(URL_OF_GRAPHQL, { method: 'POST', headers: JSON_HEADERS }, { params: request });
+  const text = await response.text();
+  res.writeHead(response.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function health(res) {
+  try {
+    await store.health();
+    respond(res, 200, { status: 'ok' });
+  } catch (err) {
+    const e = asContractError(err);
+    fail(res, e.code, e.message);
+  }
+}
+
+const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, (req, res) => {
+  const path = req.url.split('?')[0];
+  const route = `${req.method} ${path}`;
+  let handled;
+  if (route === 'POST /graphql') handled = graphql(req, res);
+  else if (route === 'GET /health') handled = health(res);
+  else if (path === '/graphql' || path === '/health') handled = fail(res, 'INVALID_ARGUMENT', `method ${req.method} not allowed`, 405);
+  else handled = fail(res, 'NOT_FOUND', `no route ${route}`);
+  Promise.resolve(handled).catch((err) => {
+    console.error(err);
+    if (!res.headersSent) fail(res, 'INTERNAL', String(err?.message ?? err));
+    else res.destroy();
+  });
+}));
+server.listen(PORT, HOST);
+onStop(() => new Promise((resolve) => {
+  server.close(() => store.close().finally(resolve));
+  server.closeIdleConnections();
+}));

@@ -1,0 +1,150 @@
+// gRPC: @grpc/grpc-js with the service loaded from contract/games.proto by
+// @grpc/proto-loader; server reflection (@grpc/reflection) and
+// grpc.health.v1 (grpc-health-check) beside it.
+//
+// As services/grpc/python_grpcio does, a request is checked on the wire before
+// it is decoded: an unknown field number, a known field sent with the wrong
+// wire type, invalid UTF-8 in a string or a truncated message is
+// INVALID_ARGUMENT (protobufjs would skip the first, misread the second and
+// replace the third). A request over 64 KiB is refused by grpc-js with
+// RESOURCE_EXHAUSTED.
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import {
+  ContractError, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
+  MAX_REQUEST_BYTES, NULLABLE_BOOL, STR_LIST, asContractError, invalid,
+} from '../../common/node/contract.js';
+import { HOST, PORT, onStop } from '../../common/node/env.js';
+import { Store } from '../../common/node/store.js';
+import { checkWire } from './wire.js';
+
+const PROTO = fileURLToPath(new URL('../../../contract/games.proto', import.meta.url));
+const PACKAGE = 'protolab.games.v1';
+const SERVICE = `${PACKAGE}.Games`;
+
+const definition = protoLoader.loadSync(PROTO, {
+  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
+});
+const store = new Store();
+
+// A request that fails the wire check is handed to the method as a Rejected
+// (a deserializer that throws would make grpc-js answer INTERNAL).
+class Rejected {
+  constructor(error) { this.error = error; }
+}
+
+// The service with each request deserializer checking the wire first.
+const service = Object.fromEntries(Object.entries(definition[SERVICE]).map(([name, method]) => {
+  const typeName = method.requestType.type.name;
+  return [name, {
+    ...method,
+    requestDeserialize(buffer) {
+      try {
+        checkWire(definition, `${PACKAGE}.${typeName}`, buffer);
+        return method.requestDeserialize(buffer);
+      } catch (err) {
+        return new Rejected(err instanceof ContractError ? err
+          : invalid(`malformed ${typeName} message: ${err.message}`));
+      }
+    },
+  }];
+}));
+
+// A Game message as proto3 serializes it: default values left out (protobufjs
+// would write an empty string or false it was given), null is_kernel_ac absent.
+function toMessage(game) {
+  const message = {};
+  if (game.id) message.id = game.id;
+  for (const [name, kind] of Object.entries(FIELDS)) {
+    const value = game[name];
+    if (kind === LANGUAGE_DETAILS) {
+      if (value.length) {
+        message[name] = value.map((d) => Object.fromEntries(
+          Object.keys(LANGUAGE_DETAIL_FIELDS).filter((k) => d[k]).map((k) => [k, d[k]])));
+      }
+    } else if (kind === STR_LIST) {
+      if (value.length) message[name] = value;
+    } else if (kind === NULLABLE_BOOL) {
+      if (value !== null && value !== undefined) message[name] = value;
+    } else if (value) {
+      message[name] = value;
+    }
+  }
+  return message;
+}
+
+// The game's fields (without id) as plain JSON values.
+function fromMessage(message) {
+  const game = {};
+  for (const [name, kind] of Object.entries(FIELDS)) {
+    if (kind === LANGUAGE_DETAILS) {
+      game[name] = message[name].map((d) => Object.fromEntries(
+        Object.keys(LANGUAGE_DETAIL_FIELDS).map((k) => [k, d[k]])));
+    } else if (kind === NULLABLE_BOOL) {
+      game[name] = message[`_${name}`] === name ? message[name] : null;
+    } else {
+      game[name] = message[name];
+    }
+  }
+  return game;
+}
+
+function rpc(run) {
+  return (call, callback) => {
+    const request = call.request;
+    if (request instanceof Rejected) {
+      callback({ code: grpc.status.INVALID_ARGUMENT, details: request.error.message });
+      return;
+    }
+    Promise.resolve().then(() => run(request)).then(
+      (reply) => callback(null, reply),
+      (err) => {
+        if (!(err instanceof ContractError)) console.error(err);
+        const e = asContractError(err);
+        callback({ code: grpc.status[e.grpc], details: e.message });
+      });
+  };
+}
+
+const handlers = {
+  CreateGame: rpc(async (m) => {
+    if (m.id) throw invalid('id must be empty in CreateGame: the server assigns it');
+    return toMessage(await store.create(fromMessage(m)));
+  }),
+  GetGame: rpc(async (m) => toMessage(await store.get(m.id))),
+  ListGames: rpc(async (m) => ({
+    games: (await store.list(m.limit || DEFAULT_LIST_LIMIT, m.offset)).map(toMessage),
+  })),
+  UpdateGame: rpc(async (m) => toMessage(await store.update(m.id, fromMessage(m)))),
+  DeleteGame: rpc(async (m) => {
+    await store.delete(m.id);
+    return {};
+  }),
+  Health: rpc(async () => {
+    await store.health();
+    return {};
+  }),
+};
+
+const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
+server.addService(service, handlers);
+// grpc.health.v1 says the process serves; the contract's Health rpc also reaches the database.
+new HealthImplementation({ '': 'SERVING', [SERVICE]: 'SERVING' }).addToServer(server);
+new ReflectionService(definition).addToServer(server);
+
+server.bindAsync(`${HOST}:${PORT}`, grpc.ServerCredentials.createInsecure(), (err) => {
+  if (err) {
+    console.error(`cannot listen on ${HOST}:${PORT}: ${err.message}`);
+    process.exit(1);
+  }
+});
+onStop(() => new Promise((resolve) => {
+  const timer = setTimeout(() => server.forceShutdown(), 2000);
+  server.tryShutdown(() => {
+    clearTimeout(timer);
+    store.close().finally(resolve);
+  });
+}));

@@ -1,0 +1,93 @@
+// REST over HTTP/1.1: fastify on Node's http server (contract/openapi.yaml).
+import Fastify from 'fastify';
+import { readBody } from '../../common/node/body.js';
+import {
+  CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, invalid,
+} from '../../common/node/contract.js';
+import { HOST, PORT, onStop } from '../../common/node/env.js';
+import { dumps, parse } from '../../common/node/json.js';
+import { Store } from '../../common/node/store.js';
+
+const store = new Store();
+const app = Fastify({
+  logger: false,
+  keepAliveTimeout: 75_000, // as gunicorn's keepalive: a benchmark never reconnects between rounds
+  routerOptions: { maxParamLength: 8192 }, // a long id is a malformed id (400), not an unknown route
+  bodyLimit: 1 << 30, // the body is read (and limited) by readBody below
+});
+
+// Every body, whatever its Content-Type, is read by the contract's rule and
+// parsed as JSON here (as the Python services do). A body over the limit is
+// handed on as a RejectedBody: a parser error would make fastify close the
+// connection, which the drained body is meant to keep usable.
+class RejectedBody {
+  constructor(error) { this.error = error; }
+}
+app.removeAllContentTypeParsers();
+app.addContentTypeParser('*', (request, payload, done) => {
+  const declared = Number.parseInt(request.headers['content-length'] ?? '', 10);
+  readBody(payload, declared).then((body) => done(null, body), (err) => done(null, new RejectedBody(err)));
+});
+
+const send = (reply, status, body) => reply.code(status).type('application/json').send(dumps(body));
+const fail = (reply, err) => {
+  if (!(err instanceof ContractError)) console.error(err);
+  const e = asContractError(err);
+  return send(reply, e.http, { error: { code: e.code, message: e.message } });
+};
+
+app.setErrorHandler((err, request, reply) => {
+  if (err instanceof ContractError || !err.statusCode) return fail(reply, err);
+  // fastify's own (a malformed request line, ...): its status, the contract's code
+  const status = err.statusCode;
+  const code = CODE_OF_HTTP_STATUS[status] ?? (status < 500 ? 'INVALID_ARGUMENT' : 'INTERNAL');
+  return send(reply, status, { error: { code, message: err.message } });
+});
+app.setNotFoundHandler((request, reply) => send(reply, 404, {
+  error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url}` },
+}));
+
+function body(request) {
+  if (request.body instanceof RejectedBody) throw request.body.error;
+  return parse(request.body ?? Buffer.alloc(0));
+}
+
+// A query parameter: absent -> the default; else ASCII digits only.
+function intArg(request, name, fallback) {
+  let raw = request.query[name];
+  if (Array.isArray(raw)) [raw] = raw; // the first, as Flask's request.args.get
+  if (raw === undefined) return fallback;
+  if (!/^[0-9]+$/.test(raw)) throw invalid(`query parameter '${name}' must be a non-negative integer`);
+  return Number(raw);
+}
+
+app.get('/health', async (request, reply) => {
+  await store.health();
+  return send(reply, 200, { status: 'ok' });
+});
+
+app.post('/games', async (request, reply) => {
+  const game = await store.create(body(request));
+  reply.header('Location', `/games/${game.id}`);
+  return send(reply, 201, game);
+});
+
+app.get('/games', async (request, reply) => send(reply, 200, await store.list(
+  intArg(request, 'limit', DEFAULT_LIST_LIMIT), intArg(request, 'offset', 0))));
+
+app.get('/games/:id', async (request, reply) => send(reply, 200, await store.get(request.params.id)));
+
+app.put('/games/:id', async (request, reply) => send(reply, 200,
+  await store.update(request.params.id, body(request))));
+
+app.delete('/games/:id', async (request, reply) => {
+  await store.delete(request.params.id);
+  return reply.code(204).send();
+});
+
+app.server.on('connection', (socket) => socket.setNoDelay(true));
+await app.listen({ host: HOST, port: PORT });
+onStop(async () => {
+  await app.close();
+  await store.close();
+});

@@ -1,0 +1,149 @@
+// Server-Sent Events (contract/push.md) on Node.js's own http and http2
+// modules, no framework: GET /events?feed=...; HTTP/1.1 and cleartext HTTP/2
+// (h2c, prior knowledge) on one port, told apart by the connection's first
+// bytes. A push service: the feeds and a health call, no CRUD.
+import { createServer as createHttp1 } from 'node:http';
+import { createServer as createHttp2 } from 'node:http2';
+import { createServer as createTcp } from 'node:net';
+import { Duplex } from 'node:stream';
+import { ContractError, asContractError, invalid } from '../../common/node/contract.js';
+import { HOST, PORT, onStop } from '../../common/node/env.js';
+import { dumps } from '../../common/node/json.js';
+import { PUSH, run, subscription } from '../../common/node/push.js';
+import { Store } from '../../common/node/store.js';
+
+const store = new Store();
+const KEEPALIVE_MS = PUSH.keepalive_seconds * 1000;
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+function respondJson(res, status, body) {
+  const text = dumps(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+const fail = (res, err, status) => {
+  const e = asContractError(err);
+  if (!(err instanceof ContractError)) console.error(err);
+  respondJson(res, status ?? e.http, { error: { code: e.code, message: e.message } });
+};
+
+// The query's parameters, each at most once.
+function queryParams(url) {
+  const params = {};
+  for (const [name, value] of url.searchParams) {
+    if (Object.hasOwn(params, name)) throw invalid(`query parameter '${name}' given more than once`);
+    params[name] = value;
+  }
+  return params;
+}
+
+async function events(req, res, url) {
+  let sub;
+  try {
+    const { feed, ...params } = queryParams(url);
+    const lastEventId = req.headers['last-event-id'];
+    sub = subscription(feed, params, lastEventId, { fromQuery: true });
+  } catch (err) {
+    fail(res, err);
+    return;
+  }
+  let closed = false;
+  res.on('close', () => { closed = true; });
+  let lastWrite = Date.now();
+  // Resolves once the connection has taken `text` (waits for 'drain' when its buffer is full).
+  const write = (text) => new Promise((resolve) => {
+    if (closed) { resolve(false); return; }
+    lastWrite = Date.now();
+    if (res.write(text)) { resolve(true); return; }
+    const done = () => { res.off('drain', done); res.off('close', done); resolve(!closed); };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+  const keepalive = setInterval(() => {
+    if (Date.now() - lastWrite >= KEEPALIVE_MS) write(':\n\n');
+  }, 1000);
+  try {
+    const outcome = await run(store, sub, {
+      open: async () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        await write(`: subscribed ${sub.feed}\n\n`);
+      },
+      deliver: (id, data) => write(`id: ${id}\nevent: ${sub.feed}\ndata: ${data}\n\n`),
+      stopped: () => closed,
+    });
+    if (outcome.end) await write(`event: end\ndata: ${dumps(outcome.end)}\n\n`);
+    else if (outcome.error) {
+      await write(`event: error\ndata: ${dumps({ code: outcome.error.code, message: outcome.error.message })}\n\n`);
+    }
+    if (!closed) res.end();
+  } catch (err) {
+    // Refused before the stream started (the database, a resume token): the REST spelling.
+    if (!res.headersSent) fail(res, err);
+    else res.end();
+  } finally {
+    clearInterval(keepalive);
+  }
+}
+
+async function health(res) {
+  try {
+    await store.health();
+    respondJson(res, 200, { status: 'ok' });
+  } catch (err) {
+    fail(res, err);
+  }
+}
+
+function handler(req, res) {
+  const url = new URL(req.url, 'http://lab');
+  const known = url.pathname === PUSH.sse_path || url.pathname === '/health';
+  let work;
+  if (!known) work = fail(res, new ContractError('NOT_FOUND', `no route ${req.method} ${url.pathname}`));
+  else if (req.method !== 'GET') work = fail(res, invalid(`method ${req.method} not allowed`), 405);
+  else work = url.pathname === '/health' ? health(res) : events(req, res, url);
+  Promise.resolve(work).catch((err) => {
+    console.error(err);
+    if (!res.headersSent) fail(res, err);
+    else res.destroy();
+  });
+}
+
+const http1 = createHttp1({ keepAliveTimeout: 75_000 }, handler);
+const http2 = createHttp2({}, handler);
+// The socket as a plain stream, with the bytes already read put back in front:
+// http2 reads a net.Socket through its native handle, past any unshift().
+function replay(socket, first) {
+  const stream = new Duplex({
+    read() { socket.resume(); },
+    write(chunk, encoding, callback) { socket.write(chunk, callback); },
+    final(callback) { socket.end(); callback(); },
+    destroy(err, callback) { socket.destroy(); callback(err); },
+  });
+  stream.push(first);
+  socket.on('data', (data) => { if (!stream.push(data)) socket.pause(); });
+  socket.on('end', () => stream.push(null));
+  socket.on('close', () => stream.destroy());
+  return stream;
+}
+
+// One port for both: a connection that opens with the HTTP/2 preface is h2c.
+const server = createTcp({ noDelay: true }, (socket) => {
+  socket.on('error', () => {});
+  socket.once('data', (chunk) => {
+    socket.pause();
+    const n = Math.min(chunk.length, H2_PREFACE.length);
+    if (chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+      http2.emit('connection', replay(socket, chunk));
+    } else {
+      socket.unshift(chunk);
+      http1.emit('connection', socket);
+      socket.resume();
+    }
+  });
+});
+server.listen(PORT, HOST);
+onStop(() => new Promise((resolve) => {
+  server.close();
+  http1.closeAllConnections();
+  store.close().finally(resolve);
+}));

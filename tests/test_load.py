@@ -1,0 +1,84 @@
+"""The load instrument (load/): a short k6 run over every implementation, and
+the invalid-run rule. No timing decides a test: they check that requests
+were made and answered, samples folded, resources sampled, runs judged."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.testing import IMPLEMENTATIONS
+from load import pinning, runner
+from load.state import prepare
+
+
+@pytest.fixture(scope="module")
+def k6_binary():
+    from lab import tools
+    try:
+        return tools.k6()
+    except SystemExit as exc:  # no Go toolchain to build it with
+        pytest.skip(str(exc))
+
+
+def settings(**kw) -> runner.Settings:
+    return runner.Settings(warmup_s=1.0, steady_s=2.0, pinning=pinning.plan(True), **kw)
+
+
+@pytest.mark.parametrize("name", IMPLEMENTATIONS)
+def test_short_load_run(lab, k6_binary, name):
+    """20 clients (or as many as the manifest says it holds), 3 s, fetch-one."""
+    impl = lab.implementation(name)
+    prepare(lab, "fetch-one")
+    clients = min(20, runner.max_connections(impl) or 20)
+    row = runner.run(lab, impl, settings(), model="closed", clients=clients)
+    assert row["errors"] == {}, row["errors"]
+    # every answered request has its latency sample (gRPC's comes from k6's own
+    # metric, stamped a moment apart: one per client may fall across the window's edge)
+    assert row["ops_window"] > 0 and abs(row["latency_us"]["count"] - row["ops_window"]) <= clients
+    assert row["throughput_rps"] > 0
+    lat = row["latency_us"]
+    assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99_9"] <= lat["max"]
+    for process in (name, "database", "generator"):
+        used = row["resources"][process]
+        assert used["cpu_s"] > 0 and used["rss_peak_bytes"] > 0, (process, used)
+    assert row["resources"][name]["cpu_us_per_request"] > 0
+    assert row["dropped_iterations"] == 0
+
+
+def test_open_model_run(lab, k6_binary):
+    """A constant arrival rate well below any service's capacity is held."""
+    impl = lab.implementation("rest/python_flask")
+    prepare(lab, "fetch-one")
+    row = runner.run(lab, impl, settings(), model="open", clients=20, rate=20)
+    assert row["errors"] == {} and row["dropped_iterations"] == 0
+    assert row["latency_us"]["count"] > 0
+
+
+def test_invalid_run_rule_fires_when_k6_cannot_start_iterations(lab, k6_binary):
+    """A generator starved of virtual users (one, for 2,000 requests/s) drops
+    iterations: the run is invalid and says why."""
+    impl = lab.implementation("rest/python_flask")
+    prepare(lab, "fetch-one")
+    row = runner.run(lab, impl, settings(), model="open", clients=1, rate=2000)
+    assert row["dropped_iterations"] > 0
+    assert row["valid"] is False
+    assert any("dropped" in reason for reason in row["invalid_reasons"])
+
+
+def test_invalid_run_rule():
+    assert runner.judge("closed", 10, 500, 0, 30.0, 1) == []
+    # the generator's own CPU over 60 % of its cores
+    assert "generator used 70 %" in runner.judge("closed", 10, 500, 0, 70.0, 1)[0]
+    assert runner.judge("closed", 10, 500, 0, 70.0, 2) == []
+    assert "dropped 3" in runner.judge("open", 10, 500, 3, 10.0, 1)[0]
+    assert "no request answered" in runner.judge("open", 10, 0, 0, 10.0, 1)[0]
+    # fewer answers than clients: no client was answered twice
+    assert "not a steady state" in runner.judge("closed", 1000, 400, 0, 10.0, 1)[0]
+
+
+def test_pinning_disjoint():
+    plan = pinning.plan(True)
+    if plan.enabled:
+        assert plan.services and plan.generator and not plan.services & plan.generator
+    off = pinning.plan(False)
+    assert not off.enabled and off.services == off.generator

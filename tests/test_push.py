@@ -1,0 +1,241 @@
+"""The push feeds (contract/push.md) on every implementation that serves them,
+SSE and WebSocket alike, through their own clients: order, ids, payloads,
+resuming after an id, and malformed subscriptions answered with the
+contract's error while the server keeps serving. WebSocket's echo and
+broadcast (contract/ws-protocol.md) on those that serve them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from clients.sse import SseClient
+from contract.errors import INVALID_ARGUMENT, ContractError
+from lab import dataset
+from lab.registry import discover
+from lab.testing import implementations
+from services.common.feeds import PUSH
+
+PROTOCOL = {impl.name: impl.protocol for impl in discover()}
+EVENT = PUSH["synthetic_event"]
+
+
+@pytest.fixture
+def push_client(request, lab):
+    """A fresh client of the implementation (a subscription holds its connection)."""
+    client = lab.client(request.param)
+    yield client
+    client.close()
+
+
+def _ids(events):
+    return [e.id for e in events]
+
+
+def _messages(stream, feed):
+    """The feed's events up to and including its end (or error) event."""
+    events = list(stream)
+    assert events, "no events"
+    assert events[-1].event == "end", events[-1]
+    assert all(e.event == feed for e in events[:-1])
+    return events[:-1], events[-1]
+
+
+@pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)
+def test_synthetic_feed_pushes_numbered_stamped_batches_in_order(push_client):
+    before = time.time_ns()
+    with push_client.subscribe("synthetic", batch=3, rate=200, count=20) as stream:
+        messages, end = _messages(stream, "synthetic")
+    after = time.time_ns()
+    assert _ids(messages) == [str(n) for n in range(1, 21)]
+    assert end.data["sent"] == 20
+    stamps = []
+    for message in messages:
+        assert len(message.data) == 3
+        for event in message.data:
+            assert event[1:] == EVENT[1:]
+            assert type(event[0]) is int
+        assert len({event[0] for event in message.data}) == 1  # one send time per message
+        stamps.append(message.data[0][0])
+    assert stamps == sorted(stamps)
+    assert before <= stamps[0] and stamps[-1] <= after
+    # paced at 200 messages/s: 20 messages take at least 19 intervals
+    assert stamps[-1] - stamps[0] >= 19 * 5_000_000 * 0.9
+
+
+@pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)
+def test_synthetic_feed_resumes_after_the_last_event_id(push_client):
+    with push_client.subscribe("synthetic", rate=0, count=10) as stream:
+        first = []
+        for event in stream:
+            first.append(event)
+            if len(first) == 3:
+                break
+    assert _ids(first) == ["1", "2", "3"]
+    with push_client.subscribe("synthetic", last_event_id=first[-1].id, rate=0, count=10) as stream:
+        rest, end = _messages(stream, "synthetic")
+    assert _ids(rest) == [str(n) for n in range(4, 11)]
+    assert end.data["sent"] == 7
+
+
+@pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)
+def test_changes_feed_carries_every_writers_changes_and_resumes(push_client, lab, seeded):
+    """Changes made through another implementation's CRUD (another process) arrive
+    in order as created/updated/deleted; resuming after the first id replays the rest."""
+    writer_name = next(i.name for i in lab.implementations if i.serves("create", "update", "delete"))
+    writer = lab.client(writer_name)
+    try:
+        with push_client.subscribe("changes") as stream:
+            created = writer.create(seeded[0])
+            writer.update(created["id"], seeded[1])
+            writer.delete(created["id"])
+            events = []
+            for event in stream:
+                events.append(event)
+                if len(events) == 3:
+                    break
+    finally:
+        writer.close()
+    assert [e.event for e in events] == ["changes"] * 3
+    assert [e.data["type"] for e in events] == ["created", "updated", "deleted"]
+    assert [e.data["id"] for e in events] == [created["id"]] * 3
+    assert events[0].data["game"] == created
+    assert events[1].data["game"] == {"id": created["id"], **seeded[1]}
+    assert events[2].data["game"] is None
+    assert len({e.id for e in events}) == 3
+    with push_client.subscribe("changes", last_event_id=events[0].id) as stream:
+        replayed = []
+        for event in stream:
+            replayed.append(event)
+            if len(replayed) == 2:
+                break
+    assert [e.id for e in replayed] == [e.id for e in events[1:]]
+    assert [e.data for e in replayed] == [e.data for e in events[1:]]
+
+
+MALFORMED = {
+    "unknown feed": dict(feed="nope"),
+    "unknown parameter": dict(feed="synthetic", size=5),
+    "parameter of another feed": dict(feed="changes", batch=5),
+    "batch zero": dict(feed="synthetic", batch=0),
+    "batch over the limit": dict(feed="synthetic", batch=1001),
+    "negative rate": dict(feed="synthetic", rate=-1),
+    "not a number": dict(feed="synthetic", count="ten"),
+    "operator as value": dict(feed="synthetic", batch={"$gt": 0}),
+    "Last-Event-ID not a number": dict(feed="synthetic", last_event_id="x7", count=10),
+    "Last-Event-ID past the count": dict(feed="synthetic", last_event_id="11", count=10),
+    "Last-Event-ID not a resume token": dict(feed="changes", last_event_id="{'$ne': null}"),
+    "Last-Event-ID no change stream made": dict(feed="changes", last_event_id="00ABCDEF"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+@pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)
+def test_malformed_subscription_gets_invalid_argument_and_server_keeps_serving(push_client, case):
+    params = dict(MALFORMED[case])
+    feed = params.pop("feed")
+    if isinstance(push_client, SseClient) and isinstance(params.get("batch"), dict):
+        params["batch"] = '{"$gt": 0}'  # a query parameter is a string
+    with pytest.raises(ContractError) as raised:
+        push_client.subscribe(feed, **params).close()
+    assert raised.value.code == INVALID_ARGUMENT, raised.value
+    push_client.health()
+    with push_client.subscribe("synthetic", rate=0, count=2) as stream:
+        assert _ids(_messages(stream, "synthetic")[0]) == ["1", "2"]
+
+
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_sse_raw_requests_get_the_contracts_errors(impl, lab):
+    if PROTOCOL[impl] != "sse":
+        pytest.skip(f"{impl} is not an SSE implementation")
+    client = lab.client(impl)
+    try:
+        for query in ("feed=synthetic&feed=changes", "feed=synthetic&batch=%ff", "feed", "feed=synthetic&count=1e3"):
+            with pytest.raises(ContractError) as raised:
+                client.open_stream(query).close()
+            assert raised.value.code == INVALID_ARGUMENT, query
+            assert raised.value.native == 400
+        assert client.http.post(f"{client.endpoint}/events?feed=synthetic").status_code == 405
+        assert client.http.get(f"{client.endpoint}/nowhere").status_code == 404
+        client.health()
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_sse_over_http2_cleartext(impl, lab):
+    if PROTOCOL[impl] != "sse":
+        pytest.skip(f"{impl} is not an SSE implementation")
+    client = SseClient(lab.endpoints[impl], http2=True)
+    try:
+        with client.subscribe("synthetic", batch=2, rate=0, count=5) as stream:
+            assert stream.http_version == "HTTP/2"
+            messages, end = _messages(stream, "synthetic")
+        assert _ids(messages) == ["1", "2", "3", "4", "5"]
+        with pytest.raises(ContractError) as raised:
+            client.subscribe("nope")
+        assert raised.value.code == INVALID_ARGUMENT
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_websocket_unsubscribe_stops_the_feed(impl, lab):
+    if PROTOCOL[impl] != "ws":
+        pytest.skip(f"{impl} is not a WebSocket implementation")
+    client = lab.client(impl)
+    try:
+        stream = client.subscribe("synthetic", rate=100)
+        first = next(iter(stream))
+        assert first.id == "1"
+        stream.close()
+        with pytest.raises(ContractError) as raised:  # no longer subscribed
+            client.unsubscribe("synthetic")
+        assert raised.value.code == INVALID_ARGUMENT
+        client.subscribe("synthetic", rate=1)
+        with pytest.raises(ContractError) as raised:
+            client.subscribe("synthetic")
+        assert raised.value.code == INVALID_ARGUMENT  # one subscription per feed
+        assert client.echo({"still": "serving"}) == {"still": "serving"}
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("impl", implementations("echo"))
+def test_echo_returns_the_payload_to_its_sender(impl, client_of):
+    client = client_of(impl)
+    for payload in ({"sent_ns": time.time_ns(), "pad": "x" * 100}, [1, "two", None], "text", 0, None, "😀"):
+        assert client.echo(payload) == payload
+
+
+@pytest.mark.parametrize("impl", implementations("broadcast"))
+def test_broadcast_reaches_every_other_connection(impl, lab):
+    sender, first, second = (lab.client(impl) for _ in range(3))
+    try:
+        payload = {"sent_ns": time.time_ns(), "text": "to all"}
+        result = sender.broadcast(payload)
+        assert result["delivered"] >= 2  # the session's other clients may be connected too
+        for receiver in (first, second):
+            event = receiver.next_push()
+            assert (event.event, event.data) == ("broadcast", payload)
+        assert sender.pushed == type(sender.pushed)()  # not to its sender
+        assert sender.echo(1) == 1
+    finally:
+        for client in (sender, first, second):
+            client.close()
+
+
+def test_subscribing_does_not_change_stored_data(lab, seeded, fingerprint):
+    before = fingerprint()
+    for impl in (i for i in lab.implementations if i.serves("subscribe")):
+        client = lab.client(impl.name)
+        try:
+            with pytest.raises(ContractError):
+                client.subscribe("changes", last_event_id="00ABCDEF").close()
+            with client.subscribe("changes"):
+                pass
+        finally:
+            client.close()
+    assert fingerprint() == before
+    assert len(dataset.documents(seeded)) == len(seeded)
