@@ -244,3 +244,22 @@ def test_readme_serve_examples_work_as_printed(tmp_path):
             out, _ = serve.communicate()
     assert "seeded    3424 games" in out
     assert serve.returncode == 0, out
+
+
+def test_bind_and_dial_addresses_are_separate_settings(monkeypatch):
+    monkeypatch.delenv("LAB_DIAL_HOST", raising=False)
+    monkeypatch.setenv("LAB_HOST", "0.0.0.0")
+    assert (settings.host(), settings.dial_host()) == ("0.0.0.0", "127.0.0.1")
+    monkeypatch.setenv("LAB_DIAL_HOST", "192.0.2.7")
+    assert (settings.host(), settings.dial_host()) == ("0.0.0.0", "192.0.2.7")
+    monkeypatch.setenv("LAB_HOST", "127.0.0.2")
+    monkeypatch.delenv("LAB_DIAL_HOST")
+    assert settings.dial_host() == "127.0.0.2"
+
+
+@pytest.mark.parametrize("value", ["²", "５", "1" * 3000, "-1", "1e3", " 1", "0x10", ""])
+def test_rest_page_parameters_take_ascii_digits_only(lab, value):
+    """Found by fuzzing: "²" passed str.isdigit() and int() then failed, a 500."""
+    reply = requests.get(_endpoint(lab, "rest") + "/games", params={"limit": value}, timeout=settings.CALL_TIMEOUT)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["code"] == "INVALID_ARGUMENT"

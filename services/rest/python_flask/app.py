@@ -49,8 +49,11 @@ def _int_arg(name: str, default: int) -> int:
     raw = request.args.get(name)
     if raw is None:
         return default
-    if not raw.isdigit():
-        raise InvalidArgument(f"query parameter {name!r} must be a non-negative integer")
+    # ASCII digits only: str.isdigit() also takes "²" (which int() refuses: a
+    # 500) and "５"; and at most 19 of them, so int() never meets a huge string.
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19):
+        raise InvalidArgument(f"query parameter {name!r} must be a non-negative integer "
+                              "(at most 19 ASCII digits)")
     return int(raw)
 
 
