@@ -28,8 +28,13 @@ JSON_VALUES = st.recursive(
 
 def from_schema(schema: dict[str, Any], root: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Values valid by `schema` (the subset of JSON Schema the contract uses)."""
+    if schema is True or schema == {}:
+        return JSON_VALUES
     if "$ref" in schema:
-        return from_schema(root["$defs"][schema["$ref"].rsplit("/", 1)[1]], root)
+        target: Any = root
+        for part in schema["$ref"].split("#", 1)[1].strip("/").split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        return from_schema(target, root) if target is not None else JSON_VALUES
     if "const" in schema:
         return st.just(schema["const"])
     if "enum" in schema:
@@ -62,11 +67,15 @@ def valid_requests() -> st.SearchStrategy[dict[str, Any]]:
     """One strategy per op: its params from the schema's if/then for that op."""
     root = ws_schema()
     request = root["$defs"]["Request"]
-    params_of: dict[str, dict[str, Any] | None] = {op: None for op in request["properties"]["op"]["enum"]}
+    # The CRUD operations: push ops (subscribe, echo, ...) are stateful and outside this model.
+    crud = {"create", "get", "list", "update", "delete", "health"}
+    params_of: dict[str, dict[str, Any] | None] = {op: None for op in request["properties"]["op"]["enum"]
+                                                   if op in crud}
     for rule in request["allOf"]:
         condition = rule["if"]["properties"]["op"]
         for op in condition.get("enum", [condition.get("const")]):
-            params_of[op] = rule["then"]["properties"]["params"]
+            if op in params_of:
+                params_of[op] = rule["then"]["properties"]["params"]
     per_op = []
     for op, params in params_of.items():
         members = {"request_id": from_schema(request["properties"]["request_id"], root), "op": st.just(op)}
