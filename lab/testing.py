@@ -63,6 +63,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     # Tests need change streams (the push feed `changes`); timings are taken without.
     change_streams = not request.config.getoption("benchmark_only", False)
+    if not change_streams:
+        settings.measuring()
     with running_lab(mode=request.config.getoption("--lab-mode"), change_streams=change_streams) as running:
         request.config.stash[LAB_KEY] = running  # for the benchmark summary
         yield running
