@@ -57,7 +57,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    settings.measuring()
     return run(args)
 
 
@@ -77,6 +76,7 @@ def drivable(names: list[str] | None, operations_: tuple[str, ...]) -> list[str]
 
 
 def run(args: argparse.Namespace) -> int:
+    settings.measuring()
     if args.scenario != "sweep":
         from load import scenarios
         return scenarios.main(args)
