@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, getOperationAST, parse as parseDocument } from 'graphql';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { readBody } from '../../common/node/body.js';
 import { ContractError, ERRORS, asContractError, invalid } from '../../common/node/contract.js';
@@ -83,15 +83,83 @@ const yoga = createYoga({
   batching: false, plugins: [contractErrors],
 });
 
-function respond(res, status, body) {
+// GraphQL over HTTP: the reply's media type by Accept, as python_graphene:
+// application/graphql-response+json when the client names it (and prefers it at
+// least as much as JSON), else application/json (also for no Accept or */*);
+// null when Accept allows neither (406).
+const JSON_TYPE = 'application/json';
+const GRAPHQL_RESPONSE = 'application/graphql-response+json';
+
+function mediaType(req) {
+  const header = req.headers.accept;
+  if (!header) return JSON_TYPE;
+  const ranges = header.split(',').map((part) => {
+    const [type, ...options] = part.trim().toLowerCase().split(';');
+    const q = options.map((o) => o.trim()).find((o) => o.startsWith('q='));
+    return { type: type.trim(), q: q ? Number.parseFloat(q.slice(2)) || 0 : 1 };
+  });
+  const quality = (type) => {
+    const [major] = type.split('/');
+    let best = { specificity: -1, q: 0 };
+    for (const r of ranges) {
+      const specificity = r.type === type ? 2 : r.type === `${major}/*` ? 1 : r.type === '*/*' ? 0 : -1;
+      if (specificity > best.specificity) best = { specificity, q: r.q };
+    }
+    return best.q;
+  };
+  const named = ranges.some((r) => r.type === GRAPHQL_RESPONSE);
+  if (named && quality(GRAPHQL_RESPONSE) > 0 && quality(GRAPHQL_RESPONSE) >= quality(JSON_TYPE)) return GRAPHQL_RESPONSE;
+  if (quality(JSON_TYPE) > 0) return JSON_TYPE;
+  return quality(GRAPHQL_RESPONSE) > 0 ? GRAPHQL_RESPONSE : null;
+}
+
+function respond(res, status, body, headers = {}) {
   const text = dumps(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    ...headers, 'Content-Type': mediaType(res.req) ?? JSON_TYPE, 'Content-Length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
-const fail = (res, code, message, status = ERRORS[code].http) => respond(res, status, {
+const fail = (res, code, message, status = ERRORS[code].http, headers = {}) => respond(res, status, {
   errors: [{ message, extensions: { code } }],
-});
+}, headers);
+
+class Refused extends Error {
+  constructor(message, status, headers = {}) {
+    super(message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+// GET: query, operationName and variables (a JSON object) from the query string.
+function getParams(req) {
+  const search = new URL(req.url, 'http://lab').searchParams;
+  const body = { query: search.get('query') ?? undefined, operationName: search.get('operationName') ?? undefined };
+  if (search.has('variables')) {
+    try {
+      body.variables = parse(Buffer.from(search.get('variables'), 'utf8'));
+    } catch (err) {
+      throw invalid(`malformed JSON in 'variables': ${err.message}`);
+    }
+  }
+  return body;
+}
+
+// A mutation (or subscription) needs POST: 405 with Allow: POST.
+function refuseMutationOverGet({ query, operationName }) {
+  let document;
+  try {
+    document = parseDocument(query);
+  } catch {
+    return; // execution reports the syntax error as usual
+  }
+  const operation = getOperationAST(document, operationName);
+  if (operation && operation.operation !== 'query') {
+    throw new Refused(`a ${operation.operation} needs POST`, 405, { Allow: 'POST' });
+  }
+}
 
 // Python's `body.get("variables") or {}`: any falsy value means no variables.
 const falsy = (v) => !v || (Array.isArray(v) && v.length === 0)
@@ -117,16 +185,30 @@ const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/
 async function graphql(req, res) {
   let request;
   try {
-    const declared = Number.parseInt(req.headers['content-length'] ?? '', 10);
-    request = params(parse(await readBody(req, declared)));
+    if (req.method === 'GET') {
+      request = params(getParams(req));
+      refuseMutationOverGet(request);
+    } else {
+      const declared = Number.parseInt(req.headers['content-length'] ?? '', 10);
+      const body = await readBody(req, declared); // read whole first: the connection stays usable
+      const mimetype = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+      if (mimetype !== JSON_TYPE) {
+        throw new Refused(`a GraphQL POST must have Content-Type application/json, not '${mimetype || 'none'}'`, 415);
+      }
+      request = params(parse(body));
+    }
   } catch (err) {
+    if (err instanceof Refused) {
+      fail(res, 'INVALID_ARGUMENT', err.message, err.status, err.headers);
+      return;
+    }
     const e = asContractError(err);
     fail(res, e.code, e.message);
     return;
   }
   const response = await yoga.fetch(URL_OF_GRAPHQL, { method: 'POST', headers: JSON_HEADERS }, { params: request });
   const text = await response.text();
-  res.writeHead(response.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.writeHead(response.status, { 'Content-Type': mediaType(req) ?? JSON_TYPE, 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }
 
@@ -144,9 +226,14 @@ const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, (req, res) => 
   const path = req.url.split('?')[0];
   const route = `${req.method} ${path}`;
   let handled;
-  if (route === 'POST /graphql') handled = graphql(req, res);
+  if (path === '/graphql' && mediaType(req) === null) {
+    handled = fail(res, 'INVALID_ARGUMENT', `Accept must allow ${GRAPHQL_RESPONSE} or ${JSON_TYPE}`, 406);
+  } else if (route === 'POST /graphql' || route === 'GET /graphql') handled = graphql(req, res);
   else if (route === 'GET /health') handled = health(res);
-  else if (path === '/graphql' || path === '/health') handled = fail(res, 'INVALID_ARGUMENT', `method ${req.method} not allowed`, 405);
+  else if (path === '/graphql' || path === '/health') {
+    handled = fail(res, 'INVALID_ARGUMENT', `method ${req.method} not allowed`, 405,
+      { Allow: path === '/graphql' ? 'GET, POST' : 'GET' });
+  }
   else handled = fail(res, 'NOT_FOUND', `no route ${route}`);
   Promise.resolve(handled).catch((err) => {
     console.error(err);
