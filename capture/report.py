@@ -11,6 +11,7 @@ from typing import Any
 from capture.tshark import LOOPBACK_NOTE
 from capture.wire import DIRECTIONS, PHASES
 from clients.protocols import label
+from lab.registry import study_column
 from report.published import load as load_published
 from report.published import study_bytes as published_bytes
 
@@ -42,11 +43,8 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def by_protocol(results: dict[str, Any]) -> dict[str, str]:
-    """The first implementation of each protocol (registry order): the study's column."""
-    out: dict[str, str] = {}
-    for name, protocol in results["protocols"].items():
-        out.setdefault(protocol, name)
-    return out
+    """The implementation of each protocol set beside the study (lab.registry.study_column)."""
+    return study_column(list(results["protocols"]))
 
 
 def comparison(results: dict[str, Any]) -> dict[str, Any]:

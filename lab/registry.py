@@ -303,3 +303,19 @@ def _missing_line(impl: Implementation) -> str:
 @cache
 def _warn_once(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def study_column(names: Sequence[str]) -> dict[str, str]:
+    """Protocol -> the implementation set beside the published studies: the first
+    Python one in `names` (the core study's stack: Flask, grpcio, graphene,
+    simple-websocket), else the first of that protocol."""
+    known = {i.name: i for i in discover()}
+    out: dict[str, str] = {}
+    for name in names:
+        impl = known.get(name)
+        if impl is None:
+            continue
+        if impl.protocol not in out or (impl.language == "python"
+                                        and known[out[impl.protocol]].language != "python"):
+            out[impl.protocol] = name
+    return out

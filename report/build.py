@@ -10,6 +10,7 @@ from capture import report as capture_report
 from clients.protocols import label
 from lab import compare, compose
 from lab import runs as bench_runs
+from lab.registry import study_column
 from report import confidence, figures, grouping, published
 from report import load as load_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
@@ -34,8 +35,9 @@ def rounds_text(rows: dict[str, Any]) -> str:
 
 
 def first_of_each_protocol(inputs: Inputs, names: list[str]) -> dict[str, str]:
-    """Protocol -> its first implementation (registry order): the study's column."""
-    out: dict[str, str] = {}
+    """Protocol -> the implementation set beside the study (lab.registry.study_column;
+    names no longer discovered: the first of their protocol)."""
+    out = study_column([n for n in names if n != "direct"])
     for name in names:
         if name != "direct":
             out.setdefault(inputs.protocol_of(name), name)
