@@ -50,6 +50,7 @@ NATIVE_OF = {
     "ws": lambda code: {"code": code, "message": "m"},
     "socketio": lambda code: {"code": code, "message": "m"},
     "sse": lambda code: HTTP_STATUS[code],
+    "soap": lambda code: (ERRORS[code]["soap"]["faultcode"], code),
 }
 
 
