@@ -13,10 +13,18 @@ ADDRESS = "http://127.0.0.1:8000/soap"  # clients set their own (zeep create_ser
 
 
 def wsdl() -> bytes:
-    os.environ.setdefault("MONGODB_URI", "mongodb://127.0.0.1:9/?directConnection=true")  # never contacted
     from spyne.interface.wsdl import Wsdl11
 
-    from services.soap.python_spyne.app import soap
+    # The app makes its store at import; it is never contacted here. The
+    # variable is set only for the import: left set, it would point every
+    # later lab of the same process at this address.
+    previous = os.environ.get("MONGODB_URI")
+    os.environ.setdefault("MONGODB_URI", "mongodb://127.0.0.1:9/?directConnection=true")
+    try:
+        from services.soap.python_spyne.app import soap
+    finally:
+        if previous is None:
+            del os.environ["MONGODB_URI"]
 
     document = Wsdl11(soap.interface)
     document.build_interface_document(ADDRESS)
