@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from lab import compose, dataset, dockerd, settings
-from lab.registry import discover
+from lab.registry import CRUD_OPERATIONS, discover
 from lab.stack import Lab, running_lab
 
 IMPLEMENTATIONS = discover()
@@ -102,6 +102,8 @@ def _one_round(lab: Lab, name: str, game: dict, other: dict) -> None:
     client = lab.client(name)
     try:
         client.health()
+        if not lab.implementation(name).serves(*CRUD_OPERATIONS):
+            return  # a push service (SSE): its health call reached the database; tests/test_push.py has the rest
         created = client.create(game)
         game_id = created["id"]
         assert {k: v for k, v in created.items() if k != "id"} == game
