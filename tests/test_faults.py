@@ -23,6 +23,7 @@ import pytest
 from contract.errors import DEADLINE_EXCEEDED, UNAVAILABLE, ContractError
 from lab import dataset, settings
 from lab.database import EmbeddedServer
+from lab.registry import CRUD_OPERATIONS, select
 from lab.stack import Lab, running_lab
 
 FAULTS = settings.RESULTS / "faults"
@@ -37,12 +38,14 @@ def _record(name: str, figures: dict) -> None:
 
 @contextmanager
 def lab_on(server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
-    """A lab of its own whose database is `server` (so the test can kill and restart it)."""
+    """A lab of its own whose database is `server` (so the test can kill and restart it),
+    of the implementations that serve the CRUD operations (the faults are written through them)."""
     db = server.start()
     monkeypatch.setenv("MONGODB_URI", db.uri)
     monkeypatch.setenv("MONGODB_TIMEOUT_MS", str(TIMEOUT_MS))
+    crud = [i.name for i in select() if i.serves(*CRUD_OPERATIONS)]
     try:
-        with running_lab(mode="native") as lab:
+        with running_lab(crud, mode="native") as lab:
             yield lab
     finally:
         server.stop()
