@@ -7,6 +7,7 @@ import { WebSocketServer } from 'ws';
 import {
   ContractError, JsonNumber, MAX_FRAME_BYTES, asContractError, checkSize, invalid,
 } from '../../common/node/contract.js';
+import { healthHandler } from '../../common/node/health.js';
 import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import {
@@ -55,25 +56,7 @@ async function handle(message, size, table) {
   }
 }
 
-const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, async (req, res) => {
-  let status = 200;
-  let body = { status: 'ok' };
-  if (req.method === 'GET' && req.url === '/health') {
-    try {
-      await store.health();
-    } catch (err) {
-      const e = asContractError(err);
-      status = e.http;
-      body = { error: { code: e.code, message: e.message } };
-    }
-  } else {
-    status = 404;
-    body = { error: { code: 'NOT_FOUND', message: `no route ${req.method} ${req.url}` } };
-  }
-  const text = dumps(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}));
+const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, healthHandler(store)));
 
 const wss = new WebSocketServer({ server, path: '/ws', maxPayload: MAX_FRAME_BYTES });
 // A push message (ws-protocol.md): {"event", "feed"?, "id"?, "data"}.
