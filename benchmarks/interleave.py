@@ -56,7 +56,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             after_untimed: Callable[[str, Any], None] | None = None,
             between: Callable[[str, list[Any]], None] | None = None) -> Measurement:
     """Run the design. `clocks[subject].read()` -> {process: CPU ns} is read just
-    before the first and just after the last timed call of each block;
+    before the first and `.read(closing=True)` just after the last timed call of each block;
     `after_untimed(subject, result)` runs after every warm-up or discarded call,
     `between(subject, results)` after every block, both outside the windows."""
     rng = random.Random(seed)
@@ -89,7 +89,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                 out.append((clock() - start) / 1e9)
             wall[name] += clock() - window
             if meter is not None and before is not None:
-                after = meter.read()
+                after = meter.read(closing=True)
                 for process, ns in after.items():
                     cpu[name][process] = cpu[name].get(process, 0) + ns - before.get(process, ns)
             if between is not None:
