@@ -34,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--impl", nargs="*", metavar="IMPL", help="implementations (default: all)")
     p.add_argument("--scenario", default="sweep",
-                   help="sweep (default), feathers, pathan or kcheck (k6 at concurrency 1, issue 9)")
+                   help="sweep (default), feathers, fernando, pathan or kcheck (k6 at concurrency 1, issue 9)")
     p.add_argument("--operation", default="fetch-one", choices=operations.OPERATIONS)
     p.add_argument("--clients", nargs="*", type=int, default=list(runner.CLOSED_CLIENTS),
                    help="closed-model virtual users (default: 10 50 100 500 1000)")
@@ -52,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="services and generators in network namespaces joined by veth, MTU 1500")
     p.add_argument("--calls", nargs="*", type=int,
                    help="feathers: calls per connection (default 1 10 50 100; the study: up to 2000)")
+    p.add_argument("--runs", type=int, default=3, help="fernando: runs at each client count (default 3)")
     p.add_argument("--out", help="result file name (default: <scenario>-<date>.json)")
 
 

@@ -36,7 +36,8 @@ LOWEST_US, HIGHEST_US, DIGITS = 1, 300_000_000, 3
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
 # What resolution each protocol's latency samples have (see load/scripts/common.js).
 CLOCK = {"rest": "k6 HTTP timings (µs)", "graphql": "k6 HTTP timings (µs)",
-         "grpc": "k6 grpc_req_duration (µs)", "ws": "Date.now() in the script (1 ms)"}
+         "grpc": "k6 grpc_req_duration (µs)", "ws": "Date.now() in the script (1 ms)",
+         "socketio": "Date.now() in the script (1 ms)"}
 
 
 def new_histogram() -> HdrHistogram:
@@ -54,12 +55,13 @@ def decode(text: str) -> HdrHistogram:
 
 
 def latency_summary(histogram: HdrHistogram) -> dict[str, float]:
-    """p50, p90, p99, p99.9, max and mean, in µs."""
+    """p50, p90, p99, p99.9, max, mean and σ, in µs."""
     if histogram.get_total_count() == 0:
-        return {**{k: None for k in PERCENTILES}, "max": None, "mean": None, "count": 0}
+        return {**{k: None for k in PERCENTILES}, "max": None, "mean": None, "stddev": None, "count": 0}
     out: dict[str, Any] = {k: histogram.get_value_at_percentile(q) for k, q in PERCENTILES.items()}
     out["max"] = histogram.get_max_value()
     out["mean"] = round(histogram.get_mean_value(), 1)
+    out["stddev"] = round(histogram.get_stddev(), 1)
     out["count"] = histogram.get_total_count()
     return out
 
@@ -135,7 +137,8 @@ def run_start(path: Path, protocol: str) -> tuple[int | None, int | None]:
 
 def read_samples(path: Path, protocol: str, window_us: tuple[int, int]) -> Samples:
     """Fold a k6 CSV into Samples: latency, ops and errors of requests that
-    ended inside the window; ops_total and dropped iterations over the whole run."""
+    ended inside the window; ops_total, dropped iterations and WebSocket
+    handshakes over the whole run."""
     metric = latency_metric(protocol)
     out = Samples(window_us=window_us)
     start, end = window_us
@@ -149,6 +152,8 @@ def read_samples(path: Path, protocol: str, window_us: tuple[int, int]) -> Sampl
         elif name == "lab_ops":
             out.ops_total += round(float(value))
             out.ops += round(float(value)) if inside else 0
+        elif name == "lab_connect":  # the handshakes come before the window: all of them
+            out.connect.record_value(_us(value))
         elif not inside:
             continue
         elif name == metric:
@@ -157,8 +162,6 @@ def read_samples(path: Path, protocol: str, window_us: tuple[int, int]) -> Sampl
                 out.histogram.record_value(_us(value))
         elif name == "lab_errors":
             out.errors[_kind(extra)] += round(float(value))
-        elif name == "lab_connect":
-            out.connect.record_value(_us(value))
         elif name == "data_sent":
             out.bytes_sent += float(value)
         elif name == "data_received":
@@ -177,8 +180,10 @@ class K6Run:
     """k6 run of one plan, on the CPUs given (taskset), raw samples to CSV."""
 
     def __init__(self, protocol: str, plan: dict[str, Any], cpus: set[int] | None = None,
-                 segment: str | None = None, segments: str | None = None, netns: str | None = None):
+                 segment: str | None = None, segments: str | None = None, netns: str | None = None,
+                 script: str | None = None):
         self.protocol = protocol
+        self.script = script  # load/scripts/<script> (default: the protocol's)
         self.plan = {**plan, "protocol": protocol, "proto_dir": str(PROTO.parent), "proto_file": PROTO.name}
         self.cpus = cpus
         self.segment, self.segments, self.netns = segment, segments, netns
@@ -202,7 +207,7 @@ class K6Run:
             argv += ["--execution-segment", self.segment]
             if self.segments:
                 argv += ["--execution-segment-sequence", self.segments]
-        argv.append(str(SCRIPTS / script(self.protocol)))
+        argv.append(str(SCRIPTS / (self.script or script(self.protocol))))
         if self.cpus:
             argv = ["taskset", "-c", ",".join(map(str, sorted(self.cpus))), *argv]
         if self.netns:

@@ -5,7 +5,9 @@ Python clients send the same thing.
 
 Operations: fetch-one, fetch-100 and insert (as benchmarks/: the dataset's
 median game, the fetch set's middle game, its first 100), and health (the
-smallest call every protocol has: the "tiny get" of the Feathers comparison).
+smallest call every protocol has: the "tiny get" of the Feathers comparison),
+and echo (Fernando & Engel's echo test: ECHO_PAYLOAD back to its sender; the
+WebSocket protocol and socket.io only).
 """
 
 from __future__ import annotations
@@ -22,10 +24,16 @@ from contract.grpc_codec import game_to_message
 from lab import dataset
 from lab.settings import ROOT
 
-OPERATIONS = ("fetch-one", "fetch-100", "insert", "health")
+OPERATIONS = ("fetch-one", "fetch-100", "insert", "health", "echo")
 PROTO = ROOT / "contract" / "games.proto"
 GRPC_SERVICE = "protolab.games.v1.Games"
 JSON = {"Content-Type": "application/json"}
+# The echo test's payload: the study does not give its message size; the lab
+# sends this object, 120 bytes of JSON as a payload (the request ~160 bytes).
+ECHO_PAYLOAD = {"text": "x" * 109}
+# Protocols carried over one WebSocket per client (load/scripts/ws.js, framed
+# as the protocol says: plan.framing).
+OVER_WEBSOCKET = ("ws", "socketio")
 
 
 def _call(operation: str) -> tuple[str, dict[str, Any]]:
@@ -38,6 +46,8 @@ def _call(operation: str) -> tuple[str, dict[str, Any]]:
         return "create", {"game": dataset.median_game()}
     if operation == "health":
         return "health", {}
+    if operation == "echo":
+        return "echo", {"payload": ECHO_PAYLOAD}
     raise SystemExit(f"unknown operation {operation!r}: expected one of {', '.join(OPERATIONS)}")
 
 
@@ -65,12 +75,12 @@ def request(protocol: str, endpoint: str, operation: str) -> dict[str, Any]:
         }[op]
         return {"method": f"{GRPC_SERVICE}/{method}",
                 "message": MessageToDict(message(), preserving_proto_field_name=True)}
-    if protocol == "ws":
+    if protocol in OVER_WEBSOCKET:
         return {"message": {"op": op, "params": params}}
     raise SystemExit(f"the load instrument has no k6 script for protocol {protocol!r}")
 
 
-SCRIPTS = {"rest": "http.js", "graphql": "http.js", "grpc": "grpc.js", "ws": "ws.js"}
+SCRIPTS = {"rest": "http.js", "graphql": "http.js", "grpc": "grpc.js", "ws": "ws.js", "socketio": "ws.js"}
 
 
 def why_not(impl: Any, operation: str) -> str | None:

@@ -27,6 +27,7 @@ from lab.resources import Sampler
 from lab.settings import threads
 from lab.stack import Lab
 from load import k6, operations
+from load.operations import OVER_WEBSOCKET
 from load.pinning import Pinning, pin_tree
 
 GENERATOR_CPU_LIMIT = 0.60   # of the generator's cores
@@ -45,6 +46,7 @@ class Settings:
     pinning: Pinning | None = None
     target_host: str | None = None       # dial this host instead of the one the service binds
     segments: int = 1                     # k6 processes, by execution segments
+    ws_connect_s_per_client: float = 1 / 250  # WebSocket: run time added per client to connect them all
     # Generator namespaces (load.netns): (namespace, the address it dials the services at).
     netns: list[tuple[str, str]] = field(default_factory=list)
 
@@ -69,7 +71,7 @@ def endpoint(lab: Lab, impl: Implementation, s: Settings, dial: str | None = Non
 
 
 def executor(protocol: str, model: str, clients: int, rate: float | None, seconds: float) -> dict[str, Any]:
-    if protocol == "ws":  # one connection per VU for the whole run (load/scripts/ws.js)
+    if protocol in OVER_WEBSOCKET:  # one connection per VU for the whole run (load/scripts/ws.js)
         return {"executor": "per-vu-iterations", "vus": clients, "iterations": 1,
                 "maxDuration": f"{math.ceil(seconds) + 60}s", "gracefulStop": "10s"}
     if model == "closed":
@@ -84,7 +86,7 @@ def open_vus(protocol: str, rate: float) -> int:
     """VUs (connections) for an open-model run: enough to hold `rate` with
     every reply taking up to a second, so a drop means the service is far past
     its knee; WebSocket: fixed connections, each paced."""
-    if protocol == "ws":
+    if protocol in OVER_WEBSOCKET:
         return 50
     return int(min(1000, max(20, math.ceil(rate * 1.0))))
 
@@ -101,7 +103,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
         return {"implementation": impl.name, "model": model, "clients": clients, "rate": rate,
                 "skipped": f"its manifest says it holds at most {limit} connections at once "
                            f"({impl.manifest.get('concurrency', '')})"}
-    ws_connect_allowance = clients / 250 if protocol == "ws" else 0.0
+    ws_connect_allowance = clients * s.ws_connect_s_per_client if protocol in OVER_WEBSOCKET else 0.0
     warmup = max(s.warmup_s, 1.2 * round_s)
     steady = max(s.steady_s, 2.0 * round_s)
     if warmup + steady > MAX_RUN_S:
@@ -111,7 +113,8 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
         "target": endpoint(lab, impl, s), "request": operations.request(protocol, endpoint(lab, impl, s),
                                                                          s.operation),
         "executor": executor(protocol, model, clients, rate, seconds), "timeout": "10s"}
-    if protocol == "ws":
+    if protocol in OVER_WEBSOCKET:
+        plan["framing"] = protocol
         plan["duration_s"] = seconds if calls is None else None
         if model == "open":
             plan.update(rate=rate, vus=clients)

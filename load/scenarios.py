@@ -7,24 +7,37 @@ feathers  The Feathers comparison: the same tiny call (health: the smallest
           call every protocol has) over HTTP and over one WebSocket per client,
           100 connections × N calls each, connection setup included; requests/s
           = all calls / (first call's start to last call's end).
+fernando  Fernando & Engel's WebSocket library comparison (their Table 2) on
+          every WebSocket and socket.io implementation: the echo test (each
+          client sends ECHO_PAYLOAD and waits for it back, again and again:
+          connection time, round trip, messages/s; load/scripts/ws.js) and the
+          broadcast test (one sender, every other client receives: latency =
+          receive − send time; load/broadcast.py) at FERNANDO_CLIENTS (--clients
+          for others, e.g. the study's 100 200 400 600 800 1000), --runs runs each
+          (default 3), interleaved: run r of every implementation at one client
+          count before run r + 1. Default run: about 8 minutes here.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from typing import Any
 
 from lab.context import run_context
 from lab.stack import running_lab
 from lab.tools import k6 as k6_binary
-from load import k6, operations, pinning, runner
+from load import broadcast, k6, operations, pinning, runner
 from load.state import prepare
 
 KCHECK_OPERATIONS = ("insert", "fetch-one", "fetch-100")
 FEATHERS_CONNECTIONS = 100
 FEATHERS_CALLS = (1, 10, 50, 100)        # the study also ran 500, 1,000, 2,000 (--calls)
 FEATHERS_DEFAULT = ("rest/python_flask", "ws/python_simple_websocket")
+FERNANDO_CLIENTS = (100, 1000)   # the study: 100, 200, 400, 600, 800, 1,000 (--clients)
+FERNANDO_DEFAULT = ("ws/python_simple_websocket", "ws/go_gorilla", "ws/go_coder", "ws/node_ws",
+                    "socketio/node_socketio")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,9 +46,11 @@ def main(args: argparse.Namespace) -> int:
         return kcheck(args)
     if args.scenario == "feathers":
         return feathers(args)
+    if args.scenario == "fernando":
+        return fernando(args)
     if args.scenario == "pathan":
         raise SystemExit("pathan: needs the WebSocket push feed (branch push); not in this checkout yet")
-    raise SystemExit(f"unknown scenario {args.scenario!r}: sweep, kcheck, feathers")
+    raise SystemExit(f"unknown scenario {args.scenario!r}: sweep, kcheck, feathers, fernando")
 
 
 def kcheck(args: argparse.Namespace) -> int:
@@ -127,3 +142,90 @@ def once(lab: Any, impl: Any, calls: int, pins: pinning.Pinning) -> dict[str, An
                                   "received": round(samples.bytes_received / samples.ops_total, 1)}
             if samples.ops_total else None,
             "generator_cpu_s": run.cpu_s, "valid": samples.dropped_iterations == 0 and samples.ops_total > 0}
+
+
+def fernando(args: argparse.Namespace) -> int:
+    from load.__main__ import drivable, load_context, write
+    began = time.monotonic()
+    pins = pinning.plan(not args.no_pin)
+    chosen = args.clients != list(runner.CLOSED_CLIENTS)  # the sweep's default: not asked for
+    levels = tuple(args.clients) if chosen else FERNANDO_CLIENTS
+    runs = max(1, args.runs)
+    # 1,000 clients took up to 8 s to connect here (socket.io, a loaded machine): 10 s allowed
+    s = runner.Settings(operation="echo", warmup_s=args.warmup, steady_s=args.duration, pinning=pins,
+                        ws_connect_s_per_client=1 / 100)
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {"echo": {}, "broadcast": {}}
+    names = drivable(args.impl or list(FERNANDO_DEFAULT), ("echo",))
+    with running_lab(names) as lab:
+        impls = [i for i in lab.implementations if i.serves("broadcast")]
+        allowance: dict[str, float] = {}  # s per client to connect them all, learnt per implementation
+        for test in ("echo", "broadcast"):
+            for r in range(1, runs + 1):
+                for clients in levels:
+                    for impl in impls:
+                        if test == "echo":
+                            row = _echo_run(lab, impl, s, clients, allowance)
+                        else:
+                            row = broadcast.run(lab, impl, clients, pins)
+                        row.update(implementation=impl.name, clients=clients, run=r)
+                        print(_fernando_line(test, row), flush=True)
+                        results[test].setdefault(impl.name, []).append(row)
+        context = run_context(lab.mode, lab.database, lab.implementations)
+        context.update(load_context(args, s, pins))
+        context["load"].update(
+            scenario="fernando", clients=list(levels), runs=runs, seconds=round(time.monotonic() - began, 1),
+            echo={"payload_bytes": len(operations.dumps(operations.ECHO_PAYLOAD)), "warmup_s": s.warmup_s,
+                  "window_s": s.steady_s, "model": "closed: each client sends, waits for its echo, sends again",
+                  "clock": k6.CLOCK["ws"]},
+            broadcast={"broadcasts_per_run": broadcast.BROADCASTS, "interval_ms": broadcast.INTERVAL_MS,
+                       "senders": 1, "receivers": "the client count", "payload_pad": broadcast.PAD,
+                       "clock": "Date.now() in one k6 process at both ends (1 ms)"})
+    path = write(args.out or "fernando", {"context": context, "results": results})
+    print(f"fernando: {time.monotonic() - began:.0f} s; results: {path}")
+    return 0
+
+
+def _echo_run(lab: Any, impl: Any, s: runner.Settings, clients: int, allowance: dict[str, float]
+              ) -> dict[str, Any]:
+    """One echo run; the time allowed for connecting grows to 1.5 × the slowest
+    handshake seen so far for this implementation (per client), and a run whose
+    clients were not all connected before its end is run once more with it."""
+    for attempt in (1, 2):
+        per_client = allowance.get(impl.name, s.ws_connect_s_per_client)
+        raw = runner.run(lab, impl, dataclasses.replace(s, ws_connect_s_per_client=per_client),
+                         model="closed", clients=clients)
+        slowest = (raw.get("connect_us") or {}).get("max") or 0
+        allowance[impl.name] = max(per_client, 1.5 * slowest / 1e6 / clients)
+        row = _echo(raw)
+        row["connect_allowance_s"] = round(per_client * clients, 1)
+        if row["valid"] or not any("not a steady state" in r or "no request answered" in r
+                                   for r in row["invalid_reasons"]) or attempt == 2:
+            return row
+        print(f"echo      {impl.name}: clients still connecting at the end "
+              f"({slowest / 1e6:.1f} s for the slowest); once more with more time", flush=True)
+    raise AssertionError("unreachable")
+
+
+def _echo(row: dict[str, Any]) -> dict[str, Any]:
+    """The echo test's figures from a closed-model run (ms, messages/s)."""
+    def in_ms(summary: dict[str, Any] | None) -> dict[str, Any]:
+        summary = summary or {}
+        return {k: (round(summary[k] / 1000, 3) if summary.get(k) is not None else None)
+                for k in ("mean", "p50", "stddev", "p99", "max")} | {"count": summary.get("count", 0)}
+    service = row["resources"].get(row["implementation"], {})
+    return {"connect_ms": in_ms(row.get("connect_us")), "rtt_ms": in_ms(row["latency_us"]),
+            "messages_per_s": row["throughput_rps"], "errors": row["errors"], "valid": row["valid"],
+            "invalid_reasons": row["invalid_reasons"], "window_s": row["window_s"],
+            "service_cpu_percent": service.get("cpu_percent"),
+            "generator_cpu_percent": row["generator_cpu_percent"], "histogram": row["histogram"]}
+
+
+def _fernando_line(test: str, row: dict[str, Any]) -> str:
+    head = f"{test:<9} {row['implementation']:<28} {row['clients']:>5} clients run {row['run']}: "
+    if test == "echo":
+        body = (f"connect {row['connect_ms']['mean']} ms, RTT mean {row['rtt_ms']['mean']} ms, "
+                f"{row['messages_per_s'] or 0:,.0f} msg/s, errors {sum(row['errors'].values())}")
+    else:
+        body = (f"latency mean {row['latency_ms']['mean']} ms (n {row['latency_ms']['count']}), "
+                f"broadcasts {row['broadcasts']}, lost {row['lost']}, errors {sum(row['errors'].values())}")
+    return head + body + ("" if row["valid"] else "  INVALID: " + "; ".join(row["invalid_reasons"]))

@@ -1,5 +1,6 @@
-// WebSocket (contract/ws-protocol.md) with k6/websockets: each VU opens one
-// connection and keeps it for its whole iteration.
+// WebSocket (contract/ws-protocol.md) and socket.io (contract/socketio-protocol.md,
+// plan.framing: framing.js) with k6/websockets: each VU opens one connection
+// and keeps it for its whole iteration.
 //
 //   closed model (plan.rate absent): send, wait for the reply (and
 //     plan.think_ms), send the next, until plan.calls replies or plan.duration_s seconds;
@@ -8,15 +9,19 @@
 //     them), and latency counts from the scheduled send time, so a slow
 //     reply never delays the next request (no coordinated omission).
 //
-// lab_connect (Trend, ms): the opening handshake, from new WebSocket to open.
+// lab_connect (Trend, ms): the opening handshake, from new WebSocket to open
+// (socket.io: to the namespace's connect packet, as socket.io-client's 'connect').
+// Push messages (broadcasts of other clients) are skipped.
 import { WebSocket } from 'k6/websockets';
 import { Trend } from 'k6/metrics';
 import { failed, latency, now, ops, plan } from './common.js';
+import { framing } from './framing.js';
 
 export { options } from './common.js';
 
 const connect = new Trend('lab_connect', true);
 const template = plan.request.message;  // {op, params}; request_id added per call
+const frames = framing(plan.framing);
 
 export default function () {
   const begin = now();
@@ -26,13 +31,13 @@ export default function () {
   let next = 1;
   let answered = 0;
   let timer = null;
-  const ws = new WebSocket(plan.target);
+  const ws = new WebSocket(frames.url(plan.target));
   ws.binaryType = 'arraybuffer';
 
   function send(start) {
     const id = next++;
     pending.set(id, start);
-    ws.send(JSON.stringify({ request_id: id, op: template.op, params: template.params }));
+    ws.send(frames.encode(id, template.op, template.params));
   }
   function finish() {
     if (timer !== null) { clearInterval(timer); timer = null; }
@@ -44,7 +49,7 @@ export default function () {
     ws.close();
   }
 
-  ws.onopen = () => {
+  function ready() {
     connect.add(now() - begin);
     if (plan.rate) {
       // This connection's share of the rate, on a fixed schedule from now.
@@ -64,14 +69,19 @@ export default function () {
     } else {
       send(now());
     }
-  };
+  }
+  ws.onopen = () => { if (frames.readyAtOpen) ready(); };
   ws.onmessage = (event) => {
     const t = now();
-    let reply;
-    try { reply = JSON.parse(event.data); } catch (e) { failed('malformed_reply'); return; }
-    const start = pending.get(reply.request_id);
+    let decoded;
+    try { decoded = frames.decode(event.data, ws); } catch (e) { failed('malformed_reply'); return; }
+    if (decoded === null || decoded.push) return;
+    if (decoded.ready) { ready(); return; }
+    if (decoded.closed) { failed('closed_by_server'); finish(); return; }
+    const reply = decoded.reply;
+    const start = pending.get(decoded.id);
     if (start === undefined) { failed('unknown_request_id'); return; }
-    pending.delete(reply.request_id);
+    pending.delete(decoded.id);
     if (reply.error) {
       latency.add(t - start, { failed: 'true' });
       failed(reply.error.code || 'error');
