@@ -55,7 +55,7 @@ from typing import Any
 from clients import check_health
 from clients.protocols import get as protocol_descriptor
 from lab import dockerd, interpreter, settings
-from lab.database import Database, external
+from lab.database import Database, durability_text, external, mode_text, secantus_flags
 from lab.processes import free_port
 from lab.registry import Implementation, discover, glob_files, select
 
@@ -192,12 +192,15 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
         "# and sets the LAB_*_PORT variables to free ports; by hand, unset ports are",
         "# chosen by Docker:  docker-compose up -d && docker-compose ps",
         "# Images: LAB_MONGO_IMAGE, LAB_PYTHON_IMAGE, LAB_GO_IMAGE, LAB_DEBIAN_IMAGE,",
-        "# LAB_NODE_IMAGE, LAB_IMAGE_PREFIX (see README). The services have no Docker",
+        "# LAB_NODE_IMAGE, LAB_IMAGE_PREFIX, LAB_MONGO_ARGS (see README). The services have no Docker",
         "# health check: the lab waits for each through its protocol's own client.",
         "services:",
         f"  {MONGO_SERVICE}:",
         f"    image: ${{{MONGO_IMAGE_VARIABLE}:-{DEFAULT_MONGO_IMAGE}}}",
         f"    ports: [\"127.0.0.1:${{LAB_MONGO_PORT:-}}:{MONGO_PORT}\"]",
+        # The lab's secantusd image runs as natively (lab/database.py secantus_flags):
+        # LAB_MONGO_ARGS is set from the run's settings; unset, the image's own CMD.
+        "    command: ${LAB_MONGO_ARGS:-}",
         "    healthcheck:",
         f"      test: {_q(['CMD-SHELL', MONGO_HEALTH])}",
         f"      interval: {mongo_interval}",
@@ -354,6 +357,16 @@ class ComposeStack:
     timings: dict[str, Any] = field(default_factory=dict)
     built: list[str] = field(default_factory=list)
     hashes: dict[str, str] = field(default_factory=dict)  # compose service -> source hash
+    change_streams: bool = False  # the database as a single-node replica set (tests), else standalone
+    sync_on_commit: bool = True
+
+    def mongo_args(self) -> str:
+        """The database container's arguments: the lab's secantusd image runs
+        with the flags of native mode (lab/database.py); another image keeps its own."""
+        if "secantus" not in self.images.mongo:
+            return ""
+        return shlex.join(secantus_flags("0.0.0.0", MONGO_PORT, "/data/db", change_streams=self.change_streams,
+                                         sync_on_commit=self.sync_on_commit))
 
     @property
     def services(self) -> list[str]:
@@ -362,7 +375,7 @@ class ComposeStack:
     def env(self) -> dict[str, str]:
         env = {**self.d.env, **self.images.chosen,
                "LAB_IMAGE_PREFIX": self.images.prefix, "LAB_THREADS": str(settings.threads()),
-               "LAB_MONGO_PORT": str(self.ports.get(MONGO_SERVICE, ""))}
+               "LAB_MONGO_PORT": str(self.ports.get(MONGO_SERVICE, "")), "LAB_MONGO_ARGS": self.mongo_args()}
         for impl in self.implementations:
             env[port_variable(impl)] = str(self.ports.get(service_name(impl), ""))
             env[hash_variable(impl)] = self.hash_of(impl)
@@ -473,7 +486,9 @@ class ComposeStack:
         image = self.images.mongo
         if "secantus" in image:
             tag = image.rpartition(":")[2]
-            return dataclasses.replace(db, server=f"SecantusDB secantusd-rs (image {image})", version=tag)
+            return dataclasses.replace(
+                db, server=f"SecantusDB secantusd-rs{mode_text(self.change_streams)} (image {image})", version=tag,
+                durability=durability_text(self.sync_on_commit))
         return dataclasses.replace(db, server=f"MongoDB (image {image})")
 
     def interpreter(self, found: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -491,6 +506,7 @@ class ComposeStack:
             "daemon_pid": self.d.pid,
             "compose_project": self.project,
             "mongo_image": self.images.mongo,
+            "mongo_args": self.mongo_args() or "the image's own",
             "images": self.images.chosen,
             "images_chosen_by": self.images.chosen_because,
             "image_ids": {s: c.get("Image", "")[:19] for s, c in found.items()},
@@ -521,8 +537,10 @@ def active_description() -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
-    """The Docker-mode lab.stack.Lab (pids: the containers' main process ids on the host)."""
+def running_stack(names: Sequence[str] | None = None, change_streams: bool | None = None) -> Iterator[Any]:
+    """The Docker-mode lab.stack.Lab (pids: the containers' main process ids on the host).
+    change_streams: the database as natively (lab.database.database): a single-node
+    replica set for tests (the push feed `changes`), standalone for measurements."""
     global _active
     from lab.stack import Lab  # lab.stack imports this module only in Docker mode
 
@@ -542,7 +560,9 @@ def running_stack(names: Sequence[str] | None = None) -> Iterator[Any]:
     try:
         images = choose_images(d, implementations)
         ensure_local_images(d, images)
-        stack = ComposeStack(d, implementations, images)
+        stack = ComposeStack(d, implementations, images,
+                             change_streams=settings.change_streams() if change_streams is None else change_streams,
+                             sync_on_commit=settings.db_sync_on_commit())
         stack.build()
         try:
             stack.up()

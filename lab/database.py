@@ -96,6 +96,25 @@ def external(uri: str) -> Database:
                     reported_version=version)
 
 
+def secantus_flags(host: str, port: int | str, storage: Path | str, *, change_streams: bool,
+                   sync_on_commit: bool) -> list[str]:
+    """secantusd-rs's flags, natively and in its Docker image (lab/compose.py):
+    a single-node replica set (change streams) or --standalone, a 16 MB WAL
+    file instead of a preallocated 128 MB one, WARNING logging."""
+    return ["--host", host, "--port", str(port), *([] if change_streams else ["--standalone"]),
+            "--storage-path", str(storage), "--cache-size", "256M", "--log-file-max", "16MB",
+            "--log-level", "WARNING", *(["--sync-on-commit"] if sync_on_commit else [])]
+
+
+def mode_text(change_streams: bool) -> str:
+    return " (replica-set mode)" if change_streams else ""
+
+
+def durability_text(sync_on_commit: bool) -> str:
+    return ("log fsynced at every commit (--sync-on-commit): acknowledged writes survive kill -9"
+            if sync_on_commit else "log written, not fsynced, at commit: a kill -9 can lose acknowledged writes")
+
+
 class EmbeddedServer:
     """secantusd-rs on one data directory, the one way the lab starts it.
 
@@ -126,11 +145,9 @@ class EmbeddedServer:
         self.starts += 1
         log = self.root / f"secantusd-{self.starts}.log"
         process = Process(SECANTUS_BINARY, [
-            *self.prefix, str(self.binary or secantus_binary()), "--host", self.host, "--port", str(self.port),
-            *([] if self.change_streams else ["--standalone"]),
-            "--storage-path", str(self.root / "data"), "--cache-size", "256M",
-            "--log-file-max", "16MB", "--log-level", "WARNING",
-            *(["--sync-on-commit"] if self.sync_on_commit else []),
+            *self.prefix, str(self.binary or secantus_binary()),
+            *secantus_flags(self.host, self.port, self.root / "data", change_streams=self.change_streams,
+                            sync_on_commit=self.sync_on_commit),
         ], log)
         self.process = process
         host, port = process.wait_until(
@@ -139,12 +156,9 @@ class EmbeddedServer:
         self.port = int(port)
         uri = f"mongodb://{host.decode()}:{port.decode()}/?directConnection=true"
         reported = process.wait_until(lambda: _buildinfo_version(uri), settings.STARTUP_TIMEOUT, "answering")
-        durability = ("log fsynced at every commit (--sync-on-commit): acknowledged writes survive kill -9"
-                      if self.sync_on_commit else
-                      "log written, not fsynced, at commit: a kill -9 can lose acknowledged writes")
-        mode = " (replica-set mode)" if self.change_streams else ""
-        return Database(uri=uri, server=f"SecantusDB {SECANTUS_BINARY}{mode}", version=SECANTUS_VERSION,
-                        reported_version=str(reported), pid=process.pid, durability=durability)
+        return Database(uri=uri, server=f"SecantusDB {SECANTUS_BINARY}{mode_text(self.change_streams)}",
+                        version=SECANTUS_VERSION, reported_version=str(reported), pid=process.pid,
+                        durability=durability_text(self.sync_on_commit))
 
     def kill(self) -> None:
         """SIGKILL, no chance to flush or checkpoint; waits until it is gone."""

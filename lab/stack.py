@@ -91,7 +91,7 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
     if mode == "docker":
         from lab import compose  # Docker mode only: native runs never import it
 
-        with compose.running_stack(names) as lab:
+        with compose.running_stack(names, change_streams) as lab:
             yield lab
         return
     implementations = select(names)

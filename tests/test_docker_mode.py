@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from lab import compose, dataset, dockerd, settings
+from lab.database import secantus_flags
 from lab.registry import CRUD_OPERATIONS, discover
 from lab.stack import Lab, running_lab
 
@@ -96,6 +98,25 @@ def test_docker_compose_accepts_the_file() -> None:
     proc = subprocess.run(["docker-compose", "-f", str(compose.COMPOSE_FILE), "config", "-q"],
                           capture_output=True, text=True, timeout=60, cwd=settings.ROOT)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("change_streams", [True, False])
+def test_the_database_container_runs_as_the_native_database(change_streams: bool) -> None:
+    """The lab's secantusd image gets native mode's flags (a single-node replica
+    set for tests: the push feed `changes`; standalone for measurements); another
+    image (the official mongo) keeps its own command."""
+    assert "    command: ${LAB_MONGO_ARGS:-}\n" in _service_block(compose.COMPOSE_FILE.read_text(), "mongo")
+    images = compose.Images({"LAB_MONGO_IMAGE": dockerd.SECANTUSD_IMAGE}, "protolab", "test")
+    stack = compose.ComposeStack(None, [], images, change_streams=change_streams,  # type: ignore[arg-type]
+                                 sync_on_commit=True)
+    args = shlex.split(stack.mongo_args())
+    assert args == secantus_flags("0.0.0.0", compose.MONGO_PORT, "/data/db", change_streams=change_streams,
+                                  sync_on_commit=True)
+    assert ("--standalone" in args) is not change_streams
+    assert ("replica-set" in compose.mode_text(change_streams)) is change_streams
+    official = compose.ComposeStack(None, [], compose.Images({"LAB_MONGO_IMAGE": "mongo:8.0"}, "protolab", "test"),  # type: ignore[arg-type]
+                                    change_streams=change_streams)
+    assert official.mongo_args() == ""
 
 
 def _one_round(lab: Lab, name: str, game: dict, other: dict) -> None:
