@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import time
 from typing import Any
 
@@ -147,6 +148,7 @@ def once(lab: Any, impl: Any, calls: int, pins: pinning.Pinning) -> dict[str, An
 def fernando(args: argparse.Namespace) -> int:
     from load.__main__ import drivable, load_context, write
     began = time.monotonic()
+    load_before = os.getloadavg()  # the machine may be shared: said beside the figures
     pins = pinning.plan(not args.no_pin)
     chosen = args.clients != list(runner.CLOSED_CLIENTS)  # the sweep's default: not asked for
     levels = tuple(args.clients) if chosen else FERNANDO_CLIENTS
@@ -174,6 +176,7 @@ def fernando(args: argparse.Namespace) -> int:
         context.update(load_context(args, s, pins))
         context["load"].update(
             scenario="fernando", clients=list(levels), runs=runs, seconds=round(time.monotonic() - began, 1),
+            loadavg_start=[round(x, 2) for x in load_before], loadavg_end=[round(x, 2) for x in os.getloadavg()],
             echo={"payload_bytes": len(operations.dumps(operations.ECHO_PAYLOAD)), "warmup_s": s.warmup_s,
                   "window_s": s.steady_s, "model": "closed: each client sends, waits for its echo, sends again",
                   "clock": k6.CLOCK["ws"]},

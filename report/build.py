@@ -11,7 +11,7 @@ from clients.protocols import label
 from lab import compare, compose
 from lab import runs as bench_runs
 from lab.registry import study_column
-from report import confidence, figures, grouping, published
+from report import confidence, fernando, figures, grouping, published
 from report import load as load_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
@@ -394,6 +394,7 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     rankings = study_section(page, inputs, study)
     rankings += wire_section(page, inputs, study)
     rankings += load_report.section(page, inputs.results_dir)
+    rankings += fernando.section(page, inputs.results_dir)
     page.add(Heading(2, "Sources", "sources"),
              Bullets([f"{study['citation']['text']} ({study['citation']['authors']}); Tables 4–7 "
                       f"transcribed in `report/published/kaminski2023.json` from "

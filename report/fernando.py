@@ -1,0 +1,163 @@
+"""The report's section on Fernando & Engel's WebSocket library comparison
+(python -m load --scenario fernando): their Table 2 (1,000 clients) beside
+the lab's, then the lab's echo and broadcast figures at every client count,
+each the mean of its runs with the runs' spread, and what differs in the setup.
+
+Reads only results/load/fernando-latest.json."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from report.page import Bullets, Heading, Page, Para, Table
+
+# Fernando & Engel, Comparative Performance Benchmarking of WebSocket Libraries
+# on Node.js and Golang (Sinkron 2025), Table 2: descriptive statistics at
+# 1,000 clients, (mean, median, σ).
+TABLE_2 = {
+    "ws (Node.js)": {"connect_ms": (45.14, 41.30, 29.24), "rtt_ms": (18.75, 19.64, 8.39),
+                     "messages_per_s": (45_493.14, 45_171.0, 5_657.83), "broadcast_ms": (17.81, 18.02, 7.70)},
+    "socket.io (Node.js)": {"connect_ms": (185.96, 186.24, 113.04), "rtt_ms": (31.23, 33.78, 12.52),
+                            "messages_per_s": (27_152.22, 27_107.0, 2_739.99),
+                            "broadcast_ms": (18.50, 18.19, 9.22)},
+    "gorilla/websocket (Go)": {"connect_ms": (43.72, 41.09, 25.92), "rtt_ms": (19.20, 22.04, 6.72),
+                               "messages_per_s": (44_213.69, 43_996.0, 5_452.37),
+                               "broadcast_ms": (17.96, 18.39, 7.07)},
+    "coder/websocket (Go)": {"connect_ms": (42.93, 41.28, 25.29), "rtt_ms": (18.97, 21.50, 6.53),
+                             "messages_per_s": (45_271.16, 44_984.0, 2_718.08),
+                             "broadcast_ms": (19.11, 19.73, 7.62)},
+}
+# The lab's implementation of each library of the study.
+STUDY_LIBRARY = {"ws/node_ws": "ws (Node.js)", "socketio/node_socketio": "socket.io (Node.js)",
+                 "ws/go_gorilla": "gorilla/websocket (Go)", "ws/go_coder": "coder/websocket (Go)"}
+STUDY_SETUP = ("Apple M4 Pro (14 cores), macOS 15.3.1, Node.js 20.19.1, Go 1.23.4; a Node.js client simulator "
+               "(websocket 1.0.35, socket.io-client 4.8.1); 60 s per load level, 3 runs; message size not given")
+METRICS = (("connect_ms", "connection time, ms"), ("rtt_ms", "RTT, ms"), ("messages_per_s", "throughput, msg/s"),
+           ("broadcast_ms", "broadcast latency, ms"))
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def run_stats(test: str, row: dict[str, Any]) -> dict[str, tuple[float | None, float | None, float | None]]:
+    """One run's (mean, median, σ) per metric; throughput is one figure a run."""
+    def triple(d: dict[str, Any] | None, median: str) -> tuple[float | None, float | None, float | None]:
+        d = d or {}
+        return d.get("mean"), d.get(median), d.get("stddev")
+    if test == "echo":
+        return {"connect_ms": triple(row.get("connect_ms"), "p50"), "rtt_ms": triple(row.get("rtt_ms"), "p50"),
+                "messages_per_s": (row.get("messages_per_s"), None, None)}
+    return {"broadcast_ms": triple(row.get("latency_ms"), "median")}
+
+
+def combine(results: dict[str, Any]) -> dict[str, dict[int, dict[str, Any]]]:
+    """implementation -> clients -> metric -> {mean, median, stddev, low, high, runs, invalid}:
+    the mean over runs of each run's mean, median and σ (throughput: σ across runs),
+    and the lowest and highest run mean."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for test in ("echo", "broadcast"):
+        for name, rows in results.get(test, {}).items():
+            for clients in sorted({r["clients"] for r in rows}):
+                runs = [r for r in rows if r["clients"] == clients]
+                cell = out.setdefault(name, {}).setdefault(clients, {})
+                per = [run_stats(test, r) for r in runs]
+                for metric in per[0] if per else ():
+                    means = [p[metric][0] for p in per if p[metric][0] is not None]
+                    if not means:
+                        continue
+                    medians = [p[metric][1] for p in per if p[metric][1] is not None]
+                    sigmas = [p[metric][2] for p in per if p[metric][2] is not None]
+                    cell[metric] = {
+                        "mean": statistics.fmean(means),
+                        "median": statistics.fmean(medians) if medians else None,
+                        "stddev": statistics.fmean(sigmas) if sigmas else
+                        (statistics.stdev(means) if len(means) > 1 else None),
+                        "low": min(means), "high": max(means), "runs": len(means),
+                        "invalid": sum(1 for r in runs if not r.get("valid"))}
+    return out
+
+
+def num(x: float | None, metric: str = "") -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if metric == "messages_per_s" or abs(x) >= 1000 else f"{x:,.1f}"
+
+
+def spread(cell: dict[str, Any] | None, metric: str) -> str:
+    if not cell:
+        return "–"
+    text = f"{num(cell['mean'], metric)} ({num(cell['low'], metric)}–{num(cell['high'], metric)})"
+    return text + (f" [{cell['invalid']} of {cell['runs']} invalid]" if cell.get("invalid") else "")
+
+
+def section(page: Page, results_dir: Path) -> list[str]:
+    page.add(Heading(3, "Fernando & Engel: WebSocket libraries, echo and broadcast", "fernando"))
+    data = _read(results_dir / "load" / "fernando-latest.json")
+    if not data:
+        page.add(Para("Not measured: `python -m load --scenario fernando` (about 15 minutes here; "
+                      "`--clients 100 200 400 600 800 1000` for all of the study's load levels)."))
+        return []
+    ctx = data["context"].get("load", {})
+    combined = combine(data["results"])
+    top = max((c for cells in combined.values() for c in cells), default=None)
+    rows = []
+    for name, cells in combined.items():
+        library = STUDY_LIBRARY.get(name)
+        for metric, label in METRICS:
+            lab = cells.get(top, {}).get(metric) if top else None
+            study = TABLE_2[library][metric] if library else None
+            rows.append([name if metric == "connect_ms" else "", label,
+                         *(num(v, metric) for v in (study or (None, None, None))),
+                         *(num(lab[k], metric) if lab else "–" for k in ("mean", "median", "stddev")),
+                         f"{num(lab['low'], metric)}–{num(lab['high'], metric)}" if lab else "–"])
+    page.add(Table(["implementation", "metric", "study mean", "study median", "study σ",
+                    "lab mean", "lab median", "lab σ", "lab run means (low–high)"], rows,
+                   f"Table 2 of the study (1,000 clients) beside the lab at {top} clients: the lab's mean, "
+                   f"median and σ are each the mean over its {ctx.get('runs', 3)} runs of that run's statistic "
+                   "(throughput: one figure a run, σ across runs). The Python implementation has no column in "
+                   "the study.", "fernando-table2"))
+    levels = sorted({c for cells in combined.values() for c in cells})
+    head = ["implementation", "metric", *[f"{n} clients" for n in levels]]
+    body = []
+    for name, cells in combined.items():
+        for metric, label in METRICS:
+            body.append([name if metric == "connect_ms" else "", label,
+                         *(spread(cells.get(n, {}).get(metric), metric) for n in levels)])
+    page.add(Table(head, body, "Each cell: the mean of the runs' means (lowest–highest run mean); runs the "
+                               "load instrument judged invalid are counted in brackets and included.",
+                   "fernando-levels"))
+    echo = ctx.get("echo", {})
+    cast = ctx.get("broadcast", {})
+    cpu = data["context"].get("cpu", {})
+    loads = [ctx[k] for k in ("loadavg_start", "loadavg_end") if ctx.get(k)]
+    load_text = " → ".join(f"{x[0]:.1f}" for x in loads) + (" (1 min), the machine shared with other work"
+                                                             if loads else "not recorded")
+    page.add(Bullets([
+        f"The study: {STUDY_SETUP}.",
+        f"The lab: {ctx.get('engine_version', 'k6')} (`k6/websockets`) on this machine "
+        f"({cpu.get('model', '?')}, {cpu.get('count', '?')} CPUs; load average {load_text}), "
+        f"client and servers on loopback, pinning {('on' if ctx.get('pinning', {}).get('enabled') else 'off')}; "
+        f"{ctx.get('runs', '?')} runs at {', '.join(map(str, ctx.get('clients', [])))} clients, interleaved "
+        f"(run r of every implementation before run r + 1). The whole scenario took "
+        f"{ctx.get('seconds', 0):.0f} s.",
+        f"Echo: a closed model (each client sends, waits for its echo, sends again) with a "
+        f"{echo.get('payload_bytes', '?')}-byte JSON payload (the study gives no message size); "
+        f"a {echo.get('window_s', '?')} s window that opens {echo.get('warmup_s', '?')} s after the first echo and "
+        "not before the last client has connected (the study: 60 s per level). Connection time: from opening the "
+        "WebSocket to ready (socket.io: the namespace's connect packet), every client connecting at once.",
+        f"Broadcast: one sender and N receivers; {cast.get('broadcasts_per_run', '?')} broadcasts per run "
+        f"{cast.get('interval_ms', '?')} ms apart (the study: every 3 s over 60 s), sent once the server "
+        "reports every receiver connected; latency = receive − send time on the k6 process's clock. Only "
+        "broadcasts the server delivered to every receiver count.",
+        "k6 gives its scripts a millisecond clock only: RTT and broadcast latency below a few ms are coarse.",
+        "socket.io is driven by the same k6 script with Engine.IO framing (load/scripts/framing.js): the "
+        "WebSocket transport only, as the study's clients after their upgrade.",
+    ]))
+    return []

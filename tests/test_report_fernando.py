@@ -1,0 +1,66 @@
+"""The report's Fernando & Engel section (report/fernando.py) from a small real
+result file: tests/data/fernando-small.json, written by
+`python -m load --scenario fernando --impl ws/go_gorilla socketio/node_socketio --clients 10 --runs 2`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+from report import fernando
+from report.page import Page, to_markdown
+
+SMALL = Path(__file__).parent / "data" / "fernando-small.json"
+
+
+def render(results: Path) -> str:
+    page = Page("t")
+    fernando.section(page, results)
+    return to_markdown(page, results / "figs", "figs")
+
+
+def _with(tmp_path: Path, data: dict | None = None) -> Path:
+    (tmp_path / "load").mkdir()
+    target = tmp_path / "load" / "fernando-latest.json"
+    if data is None:
+        shutil.copy(SMALL, target)
+    else:
+        target.write_text(json.dumps(data))
+    return tmp_path
+
+
+def test_missing_result_names_the_command(tmp_path):
+    assert "python -m load --scenario fernando" in render(tmp_path)
+
+
+def test_table_2_beside_the_lab_with_the_setup_stated(tmp_path):
+    text = render(_with(tmp_path))
+    data = json.loads(SMALL.read_text())
+    # The study's Table 2 row for gorilla, and the lab's mean RTT: the mean of its runs' means.
+    assert "| 19.2 | 22.0 | 6.7 |" in text
+    runs = [r["rtt_ms"]["mean"] for r in data["results"]["echo"]["ws/go_gorilla"]]
+    assert len(runs) == 2
+    lab = statistics.fmean(runs)
+    assert f"{lab:,.1f} ({min(runs):,.1f}–{max(runs):,.1f})" in text
+    # socket.io's throughput in the study and the lab's client count in the caption.
+    assert "27,152" in text and "beside the lab at 10 clients" in text
+    # The setup's differences are said: the study's machine, the payload the lab chose, the interval.
+    assert "Apple M4 Pro" in text and "120-byte JSON payload" in text and "the study: every 3 s" in text
+    assert "ws/node_ws" not in text  # not in this file: no row made up for it
+
+
+def test_invalid_runs_are_counted_not_hidden(tmp_path):
+    data = json.loads(SMALL.read_text())
+    row = data["results"]["broadcast"]["ws/go_gorilla"][0]
+    row.update(valid=False, invalid_reasons=["2 of 3 broadcasts reached every receiver"])
+    text = render(_with(tmp_path, data))
+    assert "[1 of 2 invalid]" in text
+
+
+def test_combine_means_over_runs():
+    rows = [{"clients": 10, "run": r, "valid": True, "latency_ms": {"mean": m, "median": m, "stddev": 1.0}}
+            for r, m in ((1, 2.0), (2, 4.0), (3, 9.0))]
+    cell = fernando.combine({"broadcast": {"x": rows}})["x"][10]["broadcast_ms"]
+    assert (cell["mean"], cell["low"], cell["high"], cell["runs"], cell["invalid"]) == (5.0, 2.0, 9.0, 3, 0)
