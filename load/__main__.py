@@ -53,6 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calls", nargs="*", type=int,
                    help="feathers: calls per connection (default 1 10 50 100; the study: up to 2000)")
     p.add_argument("--runs", type=int, default=3, help="fernando: runs at each client count (default 3)")
+    p.add_argument("--budget", type=float, default=600.0,
+                   help="fernando: start no run after this many seconds (default 600; 0: no limit)")
     p.add_argument("--out", help="result file name (default: <scenario>-<date>.json)")
 
 

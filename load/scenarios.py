@@ -14,8 +14,9 @@ fernando  Fernando & Engel's WebSocket library comparison (their Table 2) on
           broadcast test (one sender, every other client receives: latency =
           receive − send time; load/broadcast.py) at FERNANDO_CLIENTS (--clients
           for others, e.g. the study's 100 200 400 600 800 1000), --runs runs each
-          (default 3), interleaved: run r of every implementation at one client
-          count before run r + 1. Default run: about 8 minutes here.
+          (default 3), interleaved: run r of both tests, every level and every
+          implementation before run r + 1. --budget (default 600 s): no run
+          starts after it; those left are listed in the result's context.
 """
 
 from __future__ import annotations
@@ -161,10 +162,14 @@ def fernando(args: argparse.Namespace) -> int:
     with running_lab(names) as lab:
         impls = [i for i in lab.implementations if i.serves("broadcast")]
         allowance: dict[str, float] = {}  # s per client to connect them all, learnt per implementation
-        for test in ("echo", "broadcast"):
-            for r in range(1, runs + 1):
+        not_run: list[str] = []
+        for r in range(1, runs + 1):
+            for test in ("echo", "broadcast"):
                 for clients in levels:
                     for impl in impls:
+                        if args.budget and time.monotonic() - began > args.budget:
+                            not_run.append(f"{test} {impl.name} {clients} clients run {r}")
+                            continue
                         if test == "echo":
                             row = _echo_run(lab, impl, s, clients, allowance)
                         else:
@@ -172,10 +177,14 @@ def fernando(args: argparse.Namespace) -> int:
                         row.update(implementation=impl.name, clients=clients, run=r)
                         print(_fernando_line(test, row), flush=True)
                         results[test].setdefault(impl.name, []).append(row)
+        if not_run:
+            print(f"fernando: the {args.budget:.0f} s budget was spent: {len(not_run)} runs not started "
+                  f"(--budget 0 for all of them)", flush=True)
         context = run_context(lab.mode, lab.database, lab.implementations)
         context.update(load_context(args, s, pins))
         context["load"].update(
             scenario="fernando", clients=list(levels), runs=runs, seconds=round(time.monotonic() - began, 1),
+            budget_s=args.budget, not_run=not_run,
             loadavg_start=[round(x, 2) for x in load_before], loadavg_end=[round(x, 2) for x in os.getloadavg()],
             echo={"payload_bytes": len(operations.dumps(operations.ECHO_PAYLOAD)), "warmup_s": s.warmup_s,
                   "window_s": s.steady_s, "model": "closed: each client sends, waits for its echo, sends again",

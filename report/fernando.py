@@ -93,7 +93,7 @@ def num(x: float | None, metric: str = "") -> str:
 def spread(cell: dict[str, Any] | None, metric: str) -> str:
     if not cell:
         return "–"
-    text = f"{num(cell['mean'], metric)} ({num(cell['low'], metric)}–{num(cell['high'], metric)})"
+    text = f"{num(cell['mean'], metric)} ({num(cell['low'], metric)}–{num(cell['high'], metric)}, n {cell['runs']})"
     return text + (f" [{cell['invalid']} of {cell['runs']} invalid]" if cell.get("invalid") else "")
 
 
@@ -120,7 +120,7 @@ def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Table(["implementation", "metric", "study mean", "study median", "study σ",
                     "lab mean", "lab median", "lab σ", "lab run means (low–high)"], rows,
                    f"Table 2 of the study (1,000 clients) beside the lab at {top} clients: the lab's mean, "
-                   f"median and σ are each the mean over its {ctx.get('runs', 3)} runs of that run's statistic "
+                   "median and σ are each the mean over its runs (how many: the next table) of that run's statistic "
                    "(throughput: one figure a run, σ across runs). The Python implementation has no column in "
                    "the study.", "fernando-table2"))
     levels = sorted({c for cells in combined.values() for c in cells})
@@ -130,8 +130,8 @@ def section(page: Page, results_dir: Path) -> list[str]:
         for metric, label in METRICS:
             body.append([name if metric == "connect_ms" else "", label,
                          *(spread(cells.get(n, {}).get(metric), metric) for n in levels)])
-    page.add(Table(head, body, "Each cell: the mean of the runs' means (lowest–highest run mean); runs the "
-                               "load instrument judged invalid are counted in brackets and included.",
+    page.add(Table(head, body, "Each cell: the mean of the runs' means (lowest–highest run mean) over n runs; "
+                               "runs the load instrument judged invalid are counted in brackets and included.",
                    "fernando-levels"))
     echo = ctx.get("echo", {})
     cast = ctx.get("broadcast", {})
@@ -146,7 +146,10 @@ def section(page: Page, results_dir: Path) -> list[str]:
         f"client and servers on loopback, pinning {('on' if ctx.get('pinning', {}).get('enabled') else 'off')}; "
         f"{ctx.get('runs', '?')} runs at {', '.join(map(str, ctx.get('clients', [])))} clients, interleaved "
         f"(run r of every implementation before run r + 1). The whole scenario took "
-        f"{ctx.get('seconds', 0):.0f} s.",
+        f"{ctx.get('seconds', 0):.0f} s"
+        + (f"; its {ctx.get('budget_s', 0):.0f} s budget left {len(ctx['not_run'])} runs out "
+           f"({'; '.join(ctx['not_run'][:3])}{', …' if len(ctx['not_run']) > 3 else ''})." if ctx.get("not_run")
+           else "."),
         f"Echo: a closed model (each client sends, waits for its echo, sends again) with a "
         f"{echo.get('payload_bytes', '?')}-byte JSON payload (the study gives no message size); "
         f"a {echo.get('window_s', '?')} s window that opens {echo.get('warmup_s', '?')} s after the first echo and "

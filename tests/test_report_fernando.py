@@ -43,7 +43,7 @@ def test_table_2_beside_the_lab_with_the_setup_stated(tmp_path):
     runs = [r["rtt_ms"]["mean"] for r in data["results"]["echo"]["ws/go_gorilla"]]
     assert len(runs) == 2
     lab = statistics.fmean(runs)
-    assert f"{lab:,.1f} ({min(runs):,.1f}–{max(runs):,.1f})" in text
+    assert f"{lab:,.1f} ({min(runs):,.1f}–{max(runs):,.1f}, n 2)" in text
     # socket.io's throughput in the study and the lab's client count in the caption.
     assert "27,152" in text and "beside the lab at 10 clients" in text
     # The setup's differences are said: the study's machine, the payload the lab chose, the interval.
