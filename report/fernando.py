@@ -159,8 +159,25 @@ def section(page: Page, results_dir: Path) -> list[str]:
         f"{cast.get('interval_ms', '?')} ms apart (the study: every 3 s over 60 s), sent once the server "
         "reports every receiver connected; latency = receive − send time on the k6 process's clock. Only "
         "broadcasts the server delivered to every receiver count.",
+        *cpu_note(data["results"]),
         "k6 gives its scripts a millisecond clock only: RTT and broadcast latency below a few ms are coarse.",
         "socket.io is driven by the same k6 script with Engine.IO framing (load/scripts/framing.js): the "
         "WebSocket transport only, as the study's clients after their upgrade.",
     ]))
     return []
+
+
+def cpu_note(results: dict[str, Any]) -> list[str]:
+    """How busy the generator and the services were in the echo runs: where neither
+    was near a core, the runs waited for a CPU, and the figures are the machine's."""
+    rows = [r for rows in results.get("echo", {}).values() for r in rows]
+    gen = [r["generator_cpu_percent"] for r in rows if r.get("generator_cpu_percent") is not None]
+    svc = [r["service_cpu_percent"] for r in rows if r.get("service_cpu_percent") is not None]
+    if not gen or not svc:
+        return []
+    note = (f"In the echo runs k6 used {min(gen):.0f}–{max(gen):.0f} % of its core and the service "
+            f"{min(svc):.0f}–{max(svc):.0f} % of one core")
+    if max(gen) < 50 and max(svc) < 50:
+        note += (": neither was busy, so the clients and servers spent most of each run waiting for a CPU "
+                 "(other work on the machine): the round trips and rates measure that, not the libraries")
+    return [note + "."]

@@ -49,6 +49,8 @@ def test_table_2_beside_the_lab_with_the_setup_stated(tmp_path):
     # The setup's differences are said: the study's machine, the payload the lab chose, the interval.
     assert "Apple M4 Pro" in text and "120-byte JSON payload" in text and "the study: every 3 s" in text
     assert "ws/node_ws" not in text  # not in this file: no row made up for it
+    gen = [r["generator_cpu_percent"] for rows in data["results"]["echo"].values() for r in rows]
+    assert f"k6 used {min(gen):.0f}–{max(gen):.0f} % of its core" in text
 
 
 def test_invalid_runs_are_counted_not_hidden(tmp_path):
