@@ -32,7 +32,7 @@ from lab.registry import select
 from lab.resources import cpu_seconds
 from lab.stack import running_lab
 
-SOURCE = Path(__file__).parent / "sse-client"
+SOURCE = Path(__file__).parent / "push-client"
 TIMEPLUS_BATCHES = (1, 10, 50, 100, 200, 400)
 TIMEPLUS_CONCURRENCY = (1, 10, 20, 30, 40, 50, 60)
 PATHAN_CLIENTS = (10, 50, 100, 500, 1000)
