@@ -98,7 +98,7 @@ func main() {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			results[i] = subscribe(r)
+			results[i] = received(subscribe(r))
 		}(i)
 	}
 	wg.Wait()
@@ -109,10 +109,27 @@ func main() {
 	summarize(results, *seconds)
 }
 
-// failure records an error unless the run's end caused it.
-func failure(ctx context.Context, got []sample, kind string) []sample {
+// received: a client that got no message and no error in the whole run (its
+// subscription or first poll not answered in time) is an error too.
+func received(got []sample) []sample {
+	for _, s := range got {
+		if s.metric == "lab_latency" || s.metric == "lab_errors" {
+			return got
+		}
+	}
+	return append(got, sample{"lab_errors", time.Now().UnixMicro(), 1, "kind=no_message"})
+}
+
+var reported sync.Map // error kinds already written to stderr
+
+// failure records an error unless the run's end caused it; the first error of
+// each kind goes to stderr with its cause.
+func failure(ctx context.Context, got []sample, kind string, cause ...error) []sample {
 	if ctx.Err() != nil {
 		return got
+	}
+	if _, seen := reported.LoadOrStore(kind, true); !seen && len(cause) > 0 && cause[0] != nil {
+		fmt.Fprintf(os.Stderr, "push-client: %s: %v\n", kind, cause[0])
 	}
 	return append(got, sample{"lab_errors", time.Now().UnixMicro(), 1, "kind=" + kind})
 }
@@ -141,12 +158,12 @@ func subscribeSSE(r *run) []sample {
 	query := fmt.Sprintf("%s/events?feed=synthetic&batch=%d&rate=%d", r.url, r.batch, r.rate)
 	request, err := http.NewRequestWithContext(r.ctx, "GET", query, nil)
 	if err != nil {
-		return failure(r.ctx, got, "request")
+		return failure(r.ctx, got, "request", err)
 	}
 	request.Header.Set("Accept", "text/event-stream")
 	response, err := r.client.Do(request)
 	if err != nil {
-		return failure(r.ctx, got, "connect")
+		return failure(r.ctx, got, "connect", err)
 	}
 	defer response.Body.Close()
 	if response.StatusCode != 200 {
@@ -156,7 +173,7 @@ func subscribeSSE(r *run) []sample {
 	for {
 		line, err := readLine(reader)
 		if err != nil {
-			return failure(r.ctx, got, "read")
+			return failure(r.ctx, got, "read", err)
 		}
 		now := time.Now()
 		if bytes.HasPrefix(line, []byte(": subscribed")) {
@@ -191,7 +208,7 @@ func subscribeWS(r *run) []sample {
 		if response != nil {
 			return failure(r.ctx, got, "status_"+strconv.Itoa(response.StatusCode))
 		}
-		return failure(r.ctx, got, "connect")
+		return failure(r.ctx, got, "connect", err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(r.ctx, func() { conn.Close() }) // the run's end unblocks the read
@@ -199,7 +216,7 @@ func subscribeWS(r *run) []sample {
 	subscribe := fmt.Sprintf(`{"request_id": 1, "op": "subscribe", "params": {"feed": "synthetic", "batch": %d, "rate": %d}}`,
 		r.batch, r.rate)
 	if err := conn.WriteMessage(websocket.TextMessage, []byte(subscribe)); err != nil {
-		return failure(r.ctx, got, "write")
+		return failure(r.ctx, got, "write", err)
 	}
 	var message bytes.Buffer
 	for {
@@ -209,7 +226,7 @@ func subscribeWS(r *run) []sample {
 			_, err = message.ReadFrom(frame)
 		}
 		if err != nil {
-			return failure(r.ctx, got, "read")
+			return failure(r.ctx, got, "read", err)
 		}
 		now := time.Now()
 		body := message.Bytes()
@@ -266,11 +283,11 @@ func poll(r *run) []sample {
 	for r.ctx.Err() == nil {
 		request, err := http.NewRequestWithContext(r.ctx, "GET", query, nil)
 		if err != nil {
-			return failure(r.ctx, got, "request")
+			return failure(r.ctx, got, "request", err)
 		}
 		response, err := r.client.Do(request)
 		if err != nil {
-			return failure(r.ctx, got, "connect")
+			return failure(r.ctx, got, "connect", err)
 		}
 		if response.StatusCode != 200 {
 			response.Body.Close()
@@ -285,7 +302,7 @@ func poll(r *run) []sample {
 			}
 			if err != nil {
 				response.Body.Close()
-				return failure(r.ctx, got, "read")
+				return failure(r.ctx, got, "read", err)
 			}
 			if bytes.HasPrefix(line, []byte("data: [")) {
 				var ok bool
