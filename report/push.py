@@ -9,25 +9,18 @@ studies' figures as load/push.py transcribed them)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 
 from report.figures import _svg
+from report.load import _read
 from report.page import Bullets, Figure, Heading, Page, Para, Table
 
 LABELS = {"sse-h1": "SSE h1", "sse-h2c": "SSE h2c", "ws": "WS", "poll": "polling"}
 PATHAN_KEY = {"ws": "ws", "sse-h1": "sse", "poll": "rest"}
 PATHAN_NAME = {"ws": "WebSocket", "sse": "SSE", "rest": "REST polling"}
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _eps(x: float) -> str:
