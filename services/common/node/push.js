@@ -84,11 +84,12 @@ async function runSynthetic({ batch, rate, count, after = 0 }, open, deliver, st
   let sent = 0;
   for (let k = after + 1; count === 0 || k <= count; k += 1) {
     if (stopped()) return { stopped: true };
-    if (rate > 0) {
-      const wait = start + (sent * 1000) / rate - performance.now();
-      if (wait >= 1) await sleep(wait);
-      if (stopped()) return { stopped: true };
-    }
+    const wait = rate > 0 ? start + (sent * 1000) / rate - performance.now() : 0;
+    // Behind or unpaced: still yield to the event loop (as the Python service
+    // does), or a subscription whose writes never fill the socket's buffer
+    // runs on in microtasks, and other streams and new connections wait.
+    await (wait >= 1 ? sleep(wait) : new Promise(setImmediate));
+    if (stopped()) return { stopped: true };
     await deliver(String(k), syntheticMessage(batch));
     sent += 1;
   }
