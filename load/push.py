@@ -9,22 +9,27 @@ client (load/push-client, Go, built once into the lab's cache).
   message per ms per subscription (Timeplus's 1 ms interval); SSE over
   HTTP/2 (h2c: all subscriptions on one connection, as Timeplus's browser tab)
   and HTTP/1.1 (a connection each), and WebSocket push (a connection each).
-  Default: the three languages' pairs (TIMEPLUS_DEFAULT), 2 s per run.
+  Default: the three languages' pairs (TIMEPLUS_DEFAULT); each run a 0.5 s
+  warm-up (the subscriptions open) and a 2 s window.
 - Pathan: latency (receive time - the server's send timestamp) at 10-1,000
-  clients, one message per second each, batch 1, 10 s per run as the study;
-  WebSocket push, SSE (HTTP/1.1) and HTTP polling (each client in a loop:
-  GET /events?feed=synthetic&count=1&rate=0 on the SSE service, kept alive,
-  one request outstanding: Pathan's REST client). Default: Node.js, the
-  study's runtime (PATHAN_DEFAULT).
+  clients, one message per second each, batch 1, a 1 s warm-up and a 10 s
+  window (the study's 10 s); WebSocket push, SSE (HTTP/1.1) and HTTP polling
+  (each client in a loop: GET /events?feed=synthetic&count=1&rate=0 on the
+  SSE service, kept alive, one request outstanding: Pathan's REST client).
+  Default: Node.js, the study's runtime (PATHAN_DEFAULT).
 
-The default run (both) takes about 8 minutes on the lab's 2-core machine
-(--quick: about 1.5 minutes: 1 s Timeplus runs at batch 1, 50, 400 and
-1, 10, 60 subscriptions; 2 s Pathan runs at 10 and 100 clients). Runs are
-interleaved: each point on every implementation in turn.
+The default run (both) is 132 runs, 458 s of warm-ups and windows: about
+8.5 minutes with the lab's start-up on the lab's 2-core machine (measured:
+context.push.seconds). --quick (tests, a first look): 1 s Timeplus windows at
+batch 1, 50, 400 and 1, 10, 60 subscriptions, 2 s Pathan windows at 10 and
+100 clients; about 2 minutes. Runs are interleaved: each point on every
+implementation in turn. Events, latency and CPU are counted over the window;
+errors (a subscription not answered by the run's end is one) over the whole
+run.
 
-Client and server CPU: the client's from the kernel's account of the exited
-process (wait4), the server's process tree from lab.resources,
-both over the run's wall time (100 % = one core); services and client on
+Client and server CPU over the window: the client's from the kernel's
+account of the exited process (wait4) less its CPU at the window's start, the
+server's process tree from lab.resources (100 % = one core); services and client on
 disjoint CPUs (load/pinning.py) unless --no-pin. Raw samples (the load
 instrument's CSV format) are kept with --keep-raw in results/load/push-raw/.
 """
@@ -90,7 +95,8 @@ class Run:
     clients: int
     batch: int
     rate: int
-    seconds: float
+    seconds: float           # the measurement window
+    warmup: float = 0.0      # before it: subscriptions open (setup apart)
 
 
 @dataclass
@@ -98,7 +104,7 @@ class Plan:
     runs: dict[str, list[Run]] = field(default_factory=dict)   # implementation -> its runs
 
     def seconds(self) -> float:
-        return sum(r.seconds for runs in self.runs.values() for r in runs)
+        return sum(r.warmup + r.seconds for runs in self.runs.values() for r in runs)
 
     def ordered(self) -> list[tuple[str, Run]]:
         """Interleaved: each point of a scenario (batch, clients) on every
@@ -136,29 +142,31 @@ def plan(scenario: str, quick: bool, names: list[str] | None) -> Plan:
         for name in names or TIMEPLUS_DEFAULT:
             for transport in transports(name):
                 p.runs.setdefault(name, []).extend(
-                    [Run("timeplus-batch", transport, 10, b, 1000, seconds) for b in batches] +
-                    [Run("timeplus-concurrency", transport, c, 50, 1000, seconds) for c in concurrency])
+                    [Run("timeplus-batch", transport, 10, b, 1000, seconds, 0.5) for b in batches] +
+                    [Run("timeplus-concurrency", transport, c, 50, 1000, seconds, 0.5) for c in concurrency])
     if scenario in ("pathan", "all"):
         seconds = 2.0 if quick else 10.0
         counts = (10, 100) if quick else PATHAN_CLIENTS
         for name in names or PATHAN_DEFAULT:
             for transport in ("ws",) if name.startswith("ws/") else ("sse-h1", "poll"):
-                p.runs.setdefault(name, []).extend(Run("pathan", transport, n, 1, 1, seconds) for n in counts)
+                p.runs.setdefault(name, []).extend(Run("pathan", transport, n, 1, 1, seconds, 1.0) for n in counts)
     return p
 
 
 def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: pinning.Pinning) -> dict[str, Any]:
     mode = {"sse-h1": "sse", "sse-h2c": "sse", "ws": "ws", "poll": "poll"}[r.transport]
     argv = [str(binary), "-url", endpoint, "-mode", mode, "-clients", str(r.clients), "-batch", str(r.batch),
-            "-rate", str(r.rate), "-seconds", str(r.seconds), "-out", str(raw)]
+            "-rate", str(r.rate), "-seconds", str(r.seconds), "-warmup", str(r.warmup), "-out", str(raw)]
     argv += ["-h2"] if r.transport == "sse-h2c" else []
     generator = set(pins.generator) if pins.enabled else None
     load_before = os.getloadavg()[0]
-    server_before = cpu_seconds(server_pid)
-    started = time.monotonic()
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=(lambda: os.sched_setaffinity(0, generator)) if generator else None)
     try:
+        # CPU over the window: the client's and the server's from the warm-up's end
+        time.sleep(r.warmup)
+        started = time.monotonic()
+        server_before, client_before = cpu_seconds(server_pid), cpu_seconds(process.pid)
         _, status, usage = os.wait4(process.pid, 0)
     except BaseException:
         process.kill()
@@ -173,11 +181,12 @@ def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: p
     if process.returncode != 0:
         raise RuntimeError(f"push-client failed ({process.returncode}): {err.decode()[-500:]}")
     summary = json.loads(out.decode().strip().splitlines()[-1])
-    client_cpu = 100 * (usage.ru_utime + usage.ru_stime) / wall
+    client_cpu = 100 * (usage.ru_utime + usage.ru_stime - client_before) / wall
     client_cores = len(generator) if generator else os.cpu_count() or 1
     return {"scenario": r.scenario, "transport": r.transport, "transport_label": TRANSPORTS[r.transport],
             "clients": r.clients, "batch": r.batch, "rate": r.rate, "seconds": r.seconds, **summary,
-            "wall_s": round(wall, 2), "client_cpu_percent": round(client_cpu, 1),
+            "error_causes": err.decode(errors="replace").strip().splitlines()[:10],
+            "warmup_s": r.warmup, "wall_s": round(wall, 2), "client_cpu_percent": round(client_cpu, 1),
             "server_cpu_percent": round(100 * server_cpu / wall, 1),
             "server_rss_bytes": rss_bytes(server_pid),
             "client_bound": client_cpu >= 100 * CLIENT_BOUND * client_cores,
@@ -242,8 +251,8 @@ def measure(p: Plan, *, pin: bool = True, keep_raw: Path | None = None) -> Itera
         "load_average_start": [round(x, 2) for x in load_start],
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
         "pinning": pins.describe(), "client_bound_share": CLIENT_BOUND,
-        "cpu": "client: wait4 rusage of the exited client; server: its process tree (lab.resources); "
-               "both ÷ the run's wall time, 100 % = one core",
+        "cpu": "over the window (from the warm-up's end to the client's exit): the client's wait4 rusage less "
+               "its CPU at the window's start; the server's process tree (lab.resources); 100 % = one core",
         "polling": "GET /events?feed=synthetic&count=1&rate=0 on the SSE service, HTTP/1.1 kept alive, "
                    "one request outstanding per client",
         "implementations": {name: sorted({r.scenario for r in runs}) for name, runs in p.runs.items()}}

@@ -54,7 +54,9 @@ def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Para(
         f"The lab's push client ({ctx.get('client', 'load/push-client')}) subscribes N clients to the synthetic "
         f"feed (Timeplus's 12-field event, the server's send time in ns in its first field) and counts the "
-        f"events of every message; latency is its receive time − that send time (same host clock). CPU: "
+        f"events of every message; latency is its receive time − that send time (same host clock). Each run: "
+        f"a warm-up while the subscriptions open, then the window in which events, latency and CPU are counted "
+        f"(errors over the whole run; a client that got no message by the run's end is one). CPU: "
         f"{ctx.get('cpu', '')}. Pinning: " + (f"services on CPU {pins.get('services_and_database_cpus')}, "
                                              f"client on CPU {pins.get('generator_cpus')}" if pins.get("enabled")
                                              else "off") +

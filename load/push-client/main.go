@@ -61,7 +61,8 @@ func main() {
 	url := flag.String("url", "", "the service's endpoint, e.g. http://127.0.0.1:8000 (ws mode: ws://127.0.0.1:8000/ws)")
 	mode := flag.String("mode", "sse", "sse, ws or poll")
 	clients := flag.Int("clients", 10, "concurrent subscriptions (poll: concurrent polling loops)")
-	seconds := flag.Float64("seconds", 10, "how long each client reads")
+	seconds := flag.Float64("seconds", 10, "the measurement window: how long each client reads after the warm-up")
+	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary)")
 	batch := flag.Int("batch", 1, "events per message")
 	rate := flag.Int("rate", 1000, "messages per second per subscription (0: unpaced)")
 	h2 := flag.Bool("h2", false, "sse: HTTP/2 over cleartext (h2c) on one connection shared by all clients")
@@ -89,7 +90,9 @@ func main() {
 		protocols.SetUnencryptedHTTP2(true)
 		transport.Protocols = protocols
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*seconds*float64(time.Second)))
+	start := time.Now()
+	window := start.Add(time.Duration(*warmup * float64(time.Second))).UnixMicro()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration((*warmup+*seconds)*float64(time.Second)))
 	defer cancel()
 	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport}}
 	results := make([][]sample, *clients)
@@ -106,7 +109,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "push-client:", err)
 		os.Exit(1)
 	}
-	summarize(results, *seconds)
+	summarize(results, *seconds, window)
 }
 
 // received: a client that got no message and no error in the whole run (its
@@ -338,11 +341,12 @@ func write(path string, results [][]sample) error {
 	return w.Error()
 }
 
-// summarize prints one JSON line: messages and events received, events per
-// second of the run, latency in ms (mean, standard deviation, percentiles),
-// clients that got at least one message, errors by kind (the raw CSV is the
-// record).
-func summarize(results [][]sample, seconds float64) {
+// summarize prints one JSON line: messages and events received in the window
+// (from window, unix µs, for seconds), events per second of the window,
+// their latency in ms (mean, standard deviation, percentiles), clients that
+// got at least one message, errors by kind over the whole run (the raw CSV,
+// warm-up included, is the record).
+func summarize(results [][]sample, seconds float64, window int64) {
 	var latencies []float64
 	events := 0.0
 	errors := map[string]int{}
@@ -350,13 +354,16 @@ func summarize(results [][]sample, seconds float64) {
 	for _, samples := range results {
 		got := false
 		for _, s := range samples {
-			switch s.metric {
-			case "lab_latency":
-				latencies = append(latencies, s.value)
+			inside := s.at >= window
+			switch {
+			case s.metric == "lab_latency":
 				got = true
-			case "lab_ops":
+				if inside {
+					latencies = append(latencies, s.value)
+				}
+			case s.metric == "lab_ops" && inside:
 				events += s.value
-			case "lab_errors":
+			case s.metric == "lab_errors":
 				errors[strings.TrimPrefix(s.extra, "kind=")]++
 			}
 		}
@@ -391,6 +398,6 @@ func summarize(results [][]sample, seconds float64) {
 	kinds, _ := json.Marshal(errors)
 	fmt.Printf("{\"messages\": %d, \"events\": %.0f, \"events_per_s\": %.1f, \"receiving_clients\": %d, "+
 		"\"errors\": %d, \"errors_by_kind\": %s, \"latency_ms\": {\"mean\": %.3f, \"sd\": %.3f, \"p50\": %.3f, "+
-		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}}\n",
-		len(latencies), events, events/seconds, receiving, total, kinds, mean, sd, q(0.5), q(0.95), q(0.99), q(1))
+		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d}\n",
+		len(latencies), events, events/seconds, receiving, total, kinds, mean, sd, q(0.5), q(0.95), q(0.99), q(1), window)
 }
