@@ -88,7 +88,9 @@ async function runSynthetic({ batch, rate, count, after = 0 }, open, deliver, st
     // Behind or unpaced: still yield to the event loop (as the Python service
     // does), or a subscription whose writes never fill the socket's buffer
     // runs on in microtasks, and other streams and new connections wait.
-    await (wait >= 1 ? sleep(wait) : new Promise(setImmediate));
+    // (The first message goes at once: its send time is the schedule's start.)
+    if (wait >= 1) await sleep(wait);
+    else if (sent > 0) await new Promise(setImmediate);
     if (stopped()) return { stopped: true };
     await deliver(String(k), syntheticMessage(batch));
     sent += 1;
