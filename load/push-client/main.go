@@ -128,8 +128,8 @@ var reported sync.Map // error kinds already written to stderr
 // failure records an error unless the run's end caused it; the first error of
 // each kind goes to stderr with its cause.
 func failure(ctx context.Context, got []sample, kind string, cause ...error) []sample {
-	if ctx.Err() != nil {
-		return got
+	if deadline, _ := ctx.Deadline(); ctx.Err() != nil || !time.Now().Before(deadline) {
+		return got // the run's end (an I/O deadline from ctx can fire a moment before ctx.Err is set)
 	}
 	if _, seen := reported.LoadOrStore(kind, true); !seen && len(cause) > 0 && cause[0] != nil {
 		fmt.Fprintf(os.Stderr, "push-client: %s: %v\n", kind, cause[0])
