@@ -18,9 +18,10 @@ client (load/push-client, Go, built once into the lab's cache).
   SSE service, kept alive, one request outstanding: Pathan's REST client).
   Default: Node.js, the study's runtime (PATHAN_DEFAULT).
 
-The default run (both) is 132 runs, 458 s of warm-ups and windows: about
-8.5 minutes with the lab's start-up on the lab's 2-core machine (measured:
-context.push.seconds). --quick (tests, a first look): 1 s Timeplus windows at
+The default run (both) is 132 runs, 458 s of warm-ups and windows: 520 s
+(8.7 minutes) with the lab's start-up, measured on the lab's 2-core machine at
+a load average of ~18 (each run records its time in context.push.seconds).
+--quick (tests, a first look): 1 s Timeplus windows at
 batch 1, 50, 400 and 1, 10, 60 subscriptions, 2 s Pathan windows at 10 and
 100 clients; about 2 minutes. Runs are interleaved: each point on every
 implementation in turn. Events, latency and CPU are counted over the window;

@@ -45,7 +45,7 @@ def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Heading(2, "Push: SSE and WebSocket under load (Timeplus, Pathan)", "push"))
     data = _read(results_dir / "load" / "push-latest.json")
     if not data:
-        page.add(Para("Not measured: run `python -m load.push` (Timeplus's and Pathan's scenarios, ~8 min) "
+        page.add(Para("Not measured: run `python -m load.push` (Timeplus's and Pathan's scenarios, ~9 min) "
                       "to fill this section."))
         return []
     ctx = data["context"].get("push", {})
