@@ -172,7 +172,7 @@ func subscribeSSE(r *run) []sample {
 	if response.StatusCode != 200 {
 		return failure(r.ctx, got, "status_"+strconv.Itoa(response.StatusCode))
 	}
-	reader := bufio.NewReaderSize(response.Body, 1<<20)
+	reader := bufio.NewReaderSize(response.Body, 1<<16) // longer lines: readLine reads on
 	for {
 		line, err := readLine(reader)
 		if err != nil {
