@@ -69,7 +69,7 @@ def endpoint(lab: Lab, impl: Implementation, s: Settings, dial: str | None = Non
 
 
 def executor(protocol: str, model: str, clients: int, rate: float | None, seconds: float) -> dict[str, Any]:
-    if protocol == "ws":  # one connection per VU for the whole run (load/scripts/ws.js)
+    if protocol in operations.MESSAGING:  # one connection per VU for the whole run (load/scripts/ws.js)
         return {"executor": "per-vu-iterations", "vus": clients, "iterations": 1,
                 "maxDuration": f"{math.ceil(seconds) + 60}s", "gracefulStop": "10s"}
     if model == "closed":
@@ -84,7 +84,7 @@ def open_vus(protocol: str, rate: float) -> int:
     """VUs (connections) for an open-model run: enough to hold `rate` with
     every reply taking up to a second, so a drop means the service is far past
     its knee; WebSocket: fixed connections, each paced."""
-    if protocol == "ws":
+    if protocol in operations.MESSAGING:
         return 50
     return int(min(1000, max(20, math.ceil(rate * 1.0))))
 
@@ -101,7 +101,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
         return {"implementation": impl.name, "model": model, "clients": clients, "rate": rate,
                 "skipped": f"its manifest says it holds at most {limit} connections at once "
                            f"({impl.manifest.get('concurrency', '')})"}
-    ws_connect_allowance = clients / 250 if protocol == "ws" else 0.0
+    ws_connect_allowance = clients / 250 if protocol in operations.MESSAGING else 0.0
     warmup = max(s.warmup_s, 1.2 * round_s)
     steady = max(s.steady_s, 2.0 * round_s)
     if warmup + steady > MAX_RUN_S:
@@ -111,7 +111,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
         "target": endpoint(lab, impl, s), "request": operations.request(protocol, endpoint(lab, impl, s),
                                                                          s.operation),
         "executor": executor(protocol, model, clients, rate, seconds), "timeout": "10s"}
-    if protocol == "ws":
+    if protocol in operations.MESSAGING:
         plan["duration_s"] = seconds if calls is None else None
         if model == "open":
             plan.update(rate=rate, vus=clients)
