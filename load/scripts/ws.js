@@ -2,7 +2,8 @@
 // connection and keeps it for its whole iteration.
 //
 //   closed model (plan.rate absent): send, wait for the reply (and
-//     plan.think_ms), send the next, until plan.calls replies or plan.duration_s seconds;
+//     plan.think_ms), send the next, until plan.calls replies or
+//     plan.duration_s seconds after the connection opened;
 //   open model (plan.rate: requests/s for all VUs): each connection sends on
 //     a fixed schedule without waiting for replies (request_id matches
 //     them), and latency counts from the scheduled send time, so a slow
@@ -28,7 +29,7 @@ const template = plan.request.message;  // {op, params}; request_id added per ca
 
 export default function () {
   const begin = now();
-  const deadline = begin + 1000 * (plan.duration_s || 1e9);
+  let deadline = Infinity;   // plan.duration_s after this connection opened
   const limit = plan.calls || Infinity;
   const pending = new Map();   // request_id -> start (ms, the clock's origin)
   let next = 1;
@@ -59,6 +60,7 @@ export default function () {
 
   function ready() {
     connect.add(now() - begin);
+    deadline = now() + 1000 * (plan.duration_s || 1e9);
     if (plan.rate) {
       // This connection's share of the rate, on a fixed schedule from now.
       const period = 1000 * plan.vus / plan.rate;
