@@ -43,8 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="closed-model virtual users (default: 10 100 1000, which fits 15 minutes for every "
                         "implementation here; the issue's full ladder: 10 50 100 500 1000)")
     p.add_argument("--model", choices=("closed", "open", "both"), default="both")
-    p.add_argument("--duration", type=float, default=2.0, help="steady window per run, s (default 2)")
-    p.add_argument("--warmup", type=float, default=1.0, help="warm-up before the window, s (default 1)")
+    p.add_argument("--duration", type=float, default=1.5, help="steady window per run, s (default 1.5)")
+    p.add_argument("--warmup", type=float, default=0.5, help="warm-up before the window, s (default 0.5)")
     p.add_argument("--p99-limit", type=float, default=runner.P99_LIMIT_MS,
                    help="open model: the knee is the highest rate held at this p99, ms (default 50)")
     p.add_argument("--knee-steps", type=int, default=3, help="open-model steps per implementation (default 3)")
@@ -146,7 +146,7 @@ def load_context(args: argparse.Namespace, s: runner.Settings, pins: pinning.Pin
     return {"load": {
         "engine": "k6", "engine_version": k6_version(), "scenario": args.scenario,
         "operation": s.operation, "models": args.model, "closed_clients": list(args.clients),
-        "warmup_s": s.warmup_s, "steady_s": s.steady_s, "p99_limit_ms": s.p99_limit_ms,
+        "warmup_s": s.warmup_s, "steady_s": s.steady_s, "max_run_s": runner.MAX_RUN_S, "p99_limit_ms": s.p99_limit_ms,
         "held_fraction": runner.HELD_FRACTION, "generator_cpu_limit": runner.GENERATOR_CPU_LIMIT,
         "pinning": pins.describe(), "generator_processes": s.segments,
         "target_host": s.target_host, "netns": bool(args.netns)}}

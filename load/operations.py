@@ -97,11 +97,11 @@ SCRIPTS = {"rest": "http.js", "graphql": "http.js", "soap": "http.js", "grpc": "
 
 def why_not(impl: Any, operation: str) -> str | None:
     """Why the load instrument cannot drive `impl` with `operation` (None: it can)."""
-    if impl.protocol not in SCRIPTS:
-        return f"no k6 script for protocol {impl.protocol!r} (load/scripts/)"
     op, _ = _call(operation)
     if not impl.serves(op):
-        return f"it does not serve {op!r} (its manifest's operations)"
+        return f"it does not serve {op!r} (its manifest's operations; SSE is push-only)"
+    if impl.protocol not in SCRIPTS:
+        return f"no k6 script for protocol {impl.protocol!r} (load/scripts/)"
     return None
 
 

@@ -33,7 +33,7 @@ GENERATOR_CPU_LIMIT = 0.60   # of the generator's cores
 P99_LIMIT_MS = 50.0          # the open model's knee: the highest rate held at p99 ≤ this
 HELD_FRACTION = 0.95         # ... answering at least this share of the offered rate, no errors
 CLOSED_CLIENTS = (10, 50, 100, 500, 1000)
-MAX_RUN_S = 12.0             # warm-up + window of one run, at most
+MAX_RUN_S = 8.0              # warm-up + window of one run, at most
 GRACEFUL_STOP = "2s"
 
 

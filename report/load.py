@@ -58,9 +58,9 @@ def section(page: Page, results_dir: Path) -> list[str]:
         f"rate) stepped to each implementation's knee: the highest rate held with p99 ≤ {ctx.get('p99_limit_ms')} ms, "
         f"no error, ≥ {100 * ctx.get('held_fraction', 0.95):.0f} % of the rate answered. Warm-up "
         f"{ctx.get('warmup_s')} s, window ≥ {ctx.get('steady_s')} s (stretched to two rounds of every client, "
-        f"at most 12 s a run). Pinning: " + (f"services and database on CPU {pins.get('services_and_database_cpus')}, "
-                                            f"k6 on CPU {pins.get('generator_cpus')}" if pins.get("enabled")
-                                            else "off") +
+        f"at most {ctx.get('max_run_s', 12):g} s a run). Pinning: "
+        + (f"services and database on CPU {pins.get('services_and_database_cpus')}, "
+           f"k6 on CPU {pins.get('generator_cpus')}" if pins.get("enabled") else "off") +
         f". The sweep took {ctx.get('sweep_seconds', 0):.0f} s. A run is invalid (shown as such, never as the "
         f"service's figure) when k6 dropped iterations, its own CPU passed "
         f"{100 * ctx.get('generator_cpu_limit', 0.6):.0f} % of its cores, or fewer requests were answered in the "
