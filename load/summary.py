@@ -7,6 +7,7 @@ in every run. One set of rows for the terminal (printed at the end of
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 SHOWN_CLIENTS = (10, 100, 1000)
@@ -27,7 +28,7 @@ def _mb(b: float) -> str:
 
 def concurrency(entry: dict[str, Any]) -> str:
     conc = entry.get("concurrency", "")
-    return conc.get("model", "") if isinstance(conc, dict) else conc.split(":")[0]
+    return conc.get("model", "") if isinstance(conc, dict) else re.split(r"[:;]", conc)[0]
 
 
 def cells(name: str, entry: dict[str, Any]) -> dict[str, Any]:

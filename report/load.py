@@ -53,7 +53,7 @@ def section(page: Page, results_dir: Path) -> list[str]:
     ctx = sweep["context"]["load"] if "load" in sweep["context"] else {}
     pins = ctx.get("pinning", {})
     page.add(Para(
-        f"k6 {ctx.get('engine_version', '')} ({ctx.get('operation')}), closed model at "
+        f"{ctx.get('engine_version', '')} ({ctx.get('operation')}), closed model at "
         f"{', '.join(map(str, ctx.get('closed_clients', [])))} virtual users and an open model (constant arrival "
         f"rate) stepped to each implementation's knee: the highest rate held with p99 ≤ {ctx.get('p99_limit_ms')} ms, "
         f"no error, ≥ {100 * ctx.get('held_fraction', 0.95):.0f} % of the rate answered. Warm-up "
