@@ -221,6 +221,9 @@ def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
             verdict.append(f"at 1 call the WebSocket side is {one:.2f}× HTTP "
                            + ("(slower, as the study found)" if one < 1 else "(not slower: the study found it "
                                                                             "about 50 % slower)"))
+        if 10 in r and max(r) != 10:
+            verdict.append(f"at 10 calls {r[10]:.2f}× " + ("(slower, as the study found)" if r[10] < 1 else
+                                                          "(already faster: the study found it still slower)"))
         verdict.append(f"at {max(r):,} calls {most:.2f}× "
                        + ("(faster, as the study found" + (", but far from its 4.1×)" if most < 3 else ")")
                           if most > 1 else "(not faster: the study found socket.io faster from 50 calls on)"))
