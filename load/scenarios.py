@@ -35,8 +35,10 @@ from load.state import prepare
 
 KCHECK_OPERATIONS = ("insert", "fetch-one", "fetch-100")
 FEATHERS_CONNECTIONS = 100
-FEATHERS_CALLS = (1, 10, 50, 100)        # the study also ran 500, 1,000, 2,000 (--calls)
-FEATHERS_DEFAULT = ("rest/python_flask", "ws/python_simple_websocket")
+FEATHERS_CALLS = (1, 10, 50, 500)        # the study also ran 1,000 and 2,000 (--calls)
+# The study's servers were Node.js (Express for HTTP, socket.io): the lab's
+# Node.js HTTP, socket.io and plain WebSocket implementations (--impl for others).
+FEATHERS_DEFAULT = ("rest/node_fastify", "socketio/node_socketio", "ws/node_ws")
 FERNANDO_CLIENTS = (100, 1000)   # the study: 100, 200, 400, 600, 800, 1,000 (--clients)
 FERNANDO_DEFAULT = ("ws/python_simple_websocket", "ws/go_gorilla", "ws/go_coder", "ws/node_ws",
                     "socketio/node_socketio")
@@ -50,9 +52,8 @@ def main(args: argparse.Namespace) -> int:
         return feathers(args)
     if args.scenario == "fernando":
         return fernando(args)
-    if args.scenario == "pathan":
-        raise SystemExit("pathan: needs the WebSocket push feed (branch push); not in this checkout yet")
-    raise SystemExit(f"unknown scenario {args.scenario!r}: sweep, kcheck, feathers, fernando")
+    raise SystemExit(f"unknown scenario {args.scenario!r}: sweep, kcheck, feathers, fernando "
+                     "(the push scenarios, Timeplus and Pathan: python -m load.push)")
 
 
 def kcheck(args: argparse.Namespace) -> int:
@@ -147,11 +148,11 @@ def once(lab: Any, impl: Any, calls: int, pins: pinning.Pinning) -> dict[str, An
 
 
 def fernando(args: argparse.Namespace) -> int:
-    from load.__main__ import drivable, load_context, write
+    from load.__main__ import SWEEP_CLIENTS, drivable, load_context, write
     began = time.monotonic()
     load_before = os.getloadavg()  # the machine may be shared: said beside the figures
     pins = pinning.plan(not args.no_pin)
-    chosen = args.clients != list(runner.CLOSED_CLIENTS)  # the sweep's default: not asked for
+    chosen = args.clients != list(SWEEP_CLIENTS)  # the sweep's default: not asked for
     levels = tuple(args.clients) if chosen else FERNANDO_CLIENTS
     runs = max(1, args.runs)
     # 1,000 clients took up to 8 s to connect here (socket.io, a loaded machine): 10 s allowed
