@@ -51,6 +51,13 @@ def test_table_2_beside_the_lab_with_the_setup_stated(tmp_path):
     assert "ws/node_ws" not in text  # not in this file: no row made up for it
     gen = [r["generator_cpu_percent"] for rows in data["results"]["echo"].values() for r in rows]
     assert f"k6 used {min(gen):.0f}–{max(gen):.0f} % of its core" in text
+    assert "waiting for a CPU" in text  # k6 below 50 % in this file: the machine's share, said
+
+
+def test_a_generator_bound_run_is_said_so(tmp_path):
+    data = json.loads(SMALL.read_text())
+    data["results"]["echo"]["ws/go_gorilla"][0]["generator_cpu_percent"] = 93.0
+    assert "bounded by the generator" in render(_with(tmp_path, data))
 
 
 def test_invalid_runs_are_counted_not_hidden(tmp_path):
