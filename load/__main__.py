@@ -34,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--impl", nargs="*", metavar="IMPL", help="implementations (default: all)")
     p.add_argument("--scenario", default="sweep",
-                   help="sweep (default), feathers, pathan or kcheck (k6 at concurrency 1, issue 9)")
+                   help="sweep (default), feathers or kcheck (k6 at concurrency 1, issue 9); the push "
+                        "scenarios (Timeplus, Pathan): python -m load.push")
     p.add_argument("--operation", default="fetch-one", choices=operations.OPERATIONS)
     p.add_argument("--clients", nargs="*", type=int, default=list(runner.CLOSED_CLIENTS),
                    help="closed-model virtual users (default: 10 50 100 500 1000)")
@@ -133,13 +134,13 @@ def load_context(args: argparse.Namespace, s: runner.Settings, pins: pinning.Pin
         "target_host": s.target_host, "netns": bool(args.netns)}}
 
 
-def write(name: str, data: dict[str, Any]) -> Any:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write(name: str, data: dict[str, Any], directory: Any = RESULTS) -> Any:
+    directory.mkdir(parents=True, exist_ok=True)
     stamp = data["context"]["date"].replace(":", "").replace("+0000", "Z")
-    path = RESULTS / f"{name}-{stamp}.json"
+    path = directory / f"{name}-{stamp}.json"
     text = json.dumps(data, indent=1)
     path.write_text(text)
-    (RESULTS / f"{name}-latest.json").write_text(text)
+    (directory / f"{name}-latest.json").write_text(text)
     return path
 
 

@@ -33,9 +33,8 @@ def main(args: argparse.Namespace) -> int:
         return kcheck(args)
     if args.scenario == "feathers":
         return feathers(args)
-    if args.scenario == "pathan":
-        raise SystemExit("pathan: needs the WebSocket push feed (branch push); not in this checkout yet")
-    raise SystemExit(f"unknown scenario {args.scenario!r}: sweep, kcheck, feathers")
+    raise SystemExit(f"unknown scenario {args.scenario!r}: sweep, kcheck, feathers "
+                     "(the push scenarios, Timeplus and Pathan: python -m load.push)")
 
 
 def kcheck(args: argparse.Namespace) -> int:

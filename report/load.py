@@ -2,7 +2,8 @@
 / feathers): per implementation, closed-model percentiles and throughput vs
 clients, the open-model knee, CPU µs per request and peak RSS of the service
 and the database, the generator's CPU; k6 at concurrency 1 beside the Python
-client; the Feathers comparison beside the study's figures.
+client; the Feathers comparison beside the study's figures (Pathan's push
+scenario is in report/push.py).
 
 Reads only results/load/*-latest.json (and, for the cross-check, the latency
 suite's results/benchmarks/native-latest.json and capture's wire.json)."""
@@ -104,9 +105,6 @@ def section(page: Page, results_dir: Path) -> list[str]:
                   ", ".join(f"{n} {s:.0f} s" for n, s in seconds.items() if s) + "."))
     kcheck_section(page, load_dir, results_dir)
     feathers_section(page, load_dir, results_dir)
-    page.add(Heading(3, "Pathan: REST polling vs WebSocket push", "pathan"),
-             Para("Not measured yet: the scenario needs the WebSocket push feed (and SSE) that the push-streaming "
-                  "work adds to the contract; it will take SSE as one more implementation."))
     return []
 
 

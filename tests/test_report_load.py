@@ -64,4 +64,3 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
     assert "| 2.00 |" in text  # Python client ÷ k6 at fetch-one
     assert "1 calls per connection: WebSocket ÷ HTTP = 0.60." in text
     assert "~3900 at 500–2,000" in text
-    assert "Pathan" in text
