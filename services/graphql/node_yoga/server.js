@@ -15,7 +15,7 @@ import { GraphQLError, getOperationAST, parse as parseDocument } from 'graphql';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { readBody } from '../../common/node/body.js';
 import { ContractError, ERRORS, asContractError, invalid } from '../../common/node/contract.js';
-import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
+import { HOST, PORT, noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
 
@@ -241,7 +241,7 @@ const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, (req, res) => 
     else res.destroy();
   });
 }));
-server.listen(PORT, HOST);
+listen(server);
 onStop(() => new Promise((resolve) => {
   server.close(() => store.close().finally(resolve));
   server.closeIdleConnections();
