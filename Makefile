@@ -10,12 +10,13 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: fuzz bootstrap db test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
+.PHONY: fuzz bootstrap db builds test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
 
-# The venv's packages and the database's cargo build at the same time (the
-# build needs no venv: it runs with $(PYTHON)).
+# The venv's packages, the database's cargo build and the Go and Node.js
+# implementations' builds at the same time (the builds need no venv: they run
+# with $(PYTHON)).
 bootstrap:
-	@$(MAKE) --no-print-directory -j2 $(STAMP) db
+	@$(MAKE) --no-print-directory -j3 $(STAMP) db builds
 
 $(STAMP): pyproject.toml
 	@want=$$($(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))'); \
@@ -28,6 +29,10 @@ $(STAMP): pyproject.toml
 # The embedded database server, built once into the cache (skipped with MONGODB_URI).
 db:
 	@if [ -z "$$MONGODB_URI" ]; then $(PYTHON) -c "from lab.database import secantus_binary; print('database:', secantus_binary())"; fi
+
+# Every implementation's build step (Go, Node.js), cached by its inputs (lab/build.py).
+builds:
+	@$(PYTHON) -m lab.build
 
 test: bootstrap
 	$(PY) -m pytest --benchmark-disable $(PYTEST_ARGS)

@@ -57,7 +57,7 @@ class Model:
 
     def __init__(self, store: Store, tally: Tally):
         self.store, self.tally = store, tally
-        games = dataset.games()[:SEEDED]
+        games = dataset.games(SEEDED)
         dataset.reset(store.games, games, indexes=False)
         self.games = {d.pop("_id"): d for d in dataset.documents(games)}
         self.touched: set[str] = set()

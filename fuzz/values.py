@@ -17,7 +17,7 @@ def hostile_text(max_size: int = 60) -> st.SearchStrategy[str]:
 
 
 def seeded_ids(count: int = 20) -> list[str]:
-    return [d["_id"] for d in dataset.documents(dataset.games()[:count])]
+    return [d["_id"] for d in dataset.documents(dataset.games(count))]
 
 
 def ids(pattern: str) -> st.SearchStrategy[str]:

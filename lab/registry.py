@@ -100,8 +100,11 @@ class Implementation:
     # --- placeholders, build and run ---------------------------------------------
 
     def out_dir(self) -> Path:
-        """The build output directory: keyed by a hash of the build's inputs."""
-        slug = self.name.replace("/", "-")
+        """The build output directory: keyed by a hash of the build's inputs. A
+        build whose command does not name {out} (npm ci of the one Node.js
+        project) is the same build for every implementation that runs it: one
+        directory, so it runs once."""
+        slug = self.name.replace("/", "-") if any("{out}" in part for part in self.build_command) else "shared"
         return settings.cache_dir() / "builds" / f"{slug}-{self.input_hash()}"
 
     def expand(self, parts: Sequence[str], *, python: str = sys.executable, root: Path = ROOT,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from clients import check_health, connect
 from clients.base import GameClient
 from lab import settings
+from lab.build import build_all
 from lab.database import Database, database
 from lab.processes import Process, ProcessFailed, free_port
 from lab.registry import Implementation, select
@@ -62,26 +64,56 @@ class Lab:
         return gone
 
 
-def _start_native(impl: Implementation, db: Database, logs: Path, fixed_port: int | None = None
-                  ) -> tuple[Process, str]:
+def _launch(impl: Implementation, db: Database, logs: Path, fixed_port: int | None) -> tuple[Process, str]:
     host = settings.host()
-    attempts = 1 if fixed_port else START_ATTEMPTS
-    for attempt in range(1, attempts + 1):
-        port = fixed_port or free_port(host)
-        endpoint = impl.endpoint_for(settings.dial_host(), port)
-        process = Process(
-            impl.name, impl.argv(), logs / f"{impl.name.replace('/', '-')}.log",
-            env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri, **impl.env()},
-            cwd=settings.ROOT)
-        try:
-            process.wait_until(lambda e=endpoint: check_health(impl.protocol, e) or True,
-                               settings.STARTUP_TIMEOUT, "healthy")
-            return process, endpoint
-        except ProcessFailed:
+    port = fixed_port or free_port(host)
+    process = Process(
+        impl.name, impl.argv(), logs / f"{impl.name.replace('/', '-')}.log",
+        env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri, **impl.env()},
+        cwd=settings.ROOT)
+    return process, impl.endpoint_for(settings.dial_host(), port)
+
+
+def _start_native(implementations: Sequence[Implementation], db: Database, logs: Path,
+                  fixed_ports: Sequence[int | None], owned: list[Process]) -> dict[str, tuple[Process, str]]:
+    """Start every implementation at once and wait for them side by side (a
+    service's start is mostly its own imports and one health call). Every
+    process launched is appended to `owned` at once, for the caller to stop.
+    One that failed (its free port taken by someone else before it bound it)
+    is started again on another port."""
+    pending = list(zip(implementations, fixed_ports, strict=True))
+    started: dict[str, tuple[Process, str]] = {}
+    for attempt in range(1, START_ATTEMPTS + 1):
+        # Processes are spawned from this thread only: a child's parent-death
+        # signal (die_with_parent) fires when the thread that spawned it ends.
+        launched = []
+        for impl, fixed in pending:
+            process, endpoint = _launch(impl, db, logs, fixed)
+            owned.append(process)
+            launched.append((impl, fixed, process, endpoint))
+        with ThreadPoolExecutor(max_workers=len(launched) or 1) as pool:
+            waits = [pool.submit(process.wait_until, lambda i=impl, e=endpoint: check_health(i.protocol, e) or True,
+                                 settings.STARTUP_TIMEOUT, "healthy")
+                     for impl, _, process, endpoint in launched]
+        pending = []
+        for (impl, fixed, process, endpoint), wait in zip(launched, waits, strict=True):
+            error = wait.exception()
+            if error is None:
+                started[impl.name] = (process, endpoint)
+                continue
             process.stop()
-            if attempt == attempts:
-                raise
-    raise AssertionError("unreachable")
+            if not isinstance(error, ProcessFailed) or fixed or attempt == START_ATTEMPTS:
+                raise error
+            pending.append((impl, fixed))
+        if not pending:
+            break
+    return {impl.name: started[impl.name] for impl in implementations}
+
+
+def stop_all(processes: Sequence[Process]) -> None:
+    """Stop them side by side: each gets its own grace period at the same time."""
+    with ThreadPoolExecutor(max_workers=len(processes) or 1) as pool:
+        list(pool.map(lambda p: p.stop(), processes))
 
 
 @contextmanager
@@ -99,15 +131,15 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-logs-")))
         db = stack.enter_context(database(change_streams))
         lab = Lab(mode=mode, database=db, implementations=implementations)
-        for impl in implementations:  # builds are cached: only changed inputs rebuild
-            impl.build(logs / f"{impl.name.replace('/', '-')}.build.log")
+        build_all(implementations, logs)  # cached: only changed inputs rebuild
         base = settings.port_base()
-        for position, impl in enumerate(implementations):
-            fixed = base + impl.port_offset(position) if base else None
-            process, endpoint = _start_native(impl, db, logs, fixed)
-            stack.callback(process.stop)
-            lab.endpoints[impl.name] = endpoint
-            lab.pids[impl.name] = process.pid
-            lab.processes[impl.name] = process
+        fixed = [base + impl.port_offset(position) if base else None
+                 for position, impl in enumerate(implementations)]
+        owned: list[Process] = []
+        stack.callback(stop_all, owned)
+        for name, (process, endpoint) in _start_native(implementations, db, logs, fixed, owned).items():
+            lab.endpoints[name] = endpoint
+            lab.pids[name] = process.pid
+            lab.processes[name] = process
         stack.callback(setattr, lab, "closing", True)  # runs first on the way out
         yield lab

@@ -18,7 +18,7 @@ SEEDED = 100
 def seeded(lab: Lab):
     """The first 100 games of the dataset, with secondary indexes; yields them."""
     store = lab.store()
-    games = dataset.games()[:SEEDED]
+    games = dataset.games(SEEDED)
     dataset.reset(store.games, games, indexes=True)
     yield games
     store.close()

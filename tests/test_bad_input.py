@@ -31,13 +31,13 @@ MALFORMED_IDS = ["not-an-id", "1234567890123", '{"$ne": null}', '{"$where": "sle
 
 
 def _game(**changes: Any) -> dict[str, Any]:
-    game = dataset.games()[0]
+    game = dataset.games(1)[0]
     game.update(changes)
     return game
 
 
 def _without(field: str) -> dict[str, Any]:
-    game = dataset.games()[0]
+    game = dataset.games(1)[0]
     del game[field]
     return game
 
@@ -57,12 +57,23 @@ BAD_GAMES = {
 }
 
 
+def only(*protocols: str, reason: str):
+    """The test applies to these protocols only; the others are skipped with
+    `reason` ({protocol} filled in) before any data is seeded."""
+    return pytest.mark.protocols(*protocols, reason=reason)
+
+
 @pytest.fixture(params=IMPLEMENTATIONS)
-def served(request, client_of, seeded, fingerprint):
+def served(request):
     """A client of one implementation over seeded data; afterwards checks that
     the server still serves and that nothing stored changed."""
     impl = request.param
-    client = client_of(impl)
+    applies = request.node.get_closest_marker("protocols")
+    if applies and PROTOCOL[impl] not in applies.args:
+        pytest.skip(applies.kwargs["reason"].format(protocol=PROTOCOL[impl]))
+    client = request.getfixturevalue("client_of")(impl)
+    seeded = request.getfixturevalue("seeded")
+    fingerprint = request.getfixturevalue("fingerprint")
     before = fingerprint()
     yield impl, PROTOCOL[impl], client
     client.health()
@@ -88,20 +99,18 @@ def test_malformed_id_is_invalid(served, seeded, bad_id):
     expect(protocol, INVALID_ARGUMENT, client.delete, bad_id)
 
 
+@only("graphql", "ws", "socketio", reason="{protocol}: an id is a string by construction (URL path, protobuf string)")
 def test_operator_object_as_id_is_invalid(served):
     impl, protocol, client = served
-    if protocol not in ("graphql", "ws", "socketio"):
-        pytest.skip(f"{protocol}: an id is a string by construction (URL path, protobuf string)")
     for operator in ({"$ne": None}, {"$where": "sleep(100)"}, {"$gt": ""}):
         expect(protocol, INVALID_ARGUMENT, client.get, operator)
         expect(protocol, INVALID_ARGUMENT, client.delete, operator)
 
 
 @pytest.mark.parametrize("case", BAD_GAMES)
+@only(*JSON_PROTOCOLS, reason="{protocol}: the typed client cannot encode it; see test_grpc_raw_bytes")
 def test_bad_game_is_invalid(served, seeded, case):
     impl, protocol, client = served
-    if protocol not in JSON_PROTOCOLS:
-        pytest.skip(f"{protocol}: the typed client cannot encode it; see test_grpc_raw_bytes")
     game = BAD_GAMES[case]
     known = dataset.documents(seeded[:1])[0]["_id"]
     if protocol == "graphql" and case == "wrong type: list as string":
@@ -116,10 +125,9 @@ def test_bad_game_is_invalid(served, seeded, case):
 
 
 @pytest.mark.parametrize("body", [b'{"name": ', b"\xff\xfe", b"[1, 2]", b"null", b"{}"])
+@only(*JSON_PROTOCOLS, reason="{protocol}: see test_grpc_raw_bytes")
 def test_malformed_body_is_invalid(served, seeded, body):
     impl, protocol, client = served
-    if protocol not in JSON_PROTOCOLS:
-        pytest.skip(f"{protocol}: see test_grpc_raw_bytes")
     known = dataset.documents(seeded[:1])[0]["_id"]
     expect(protocol, INVALID_ARGUMENT, client.send_raw, "create", body)
     expect(protocol, INVALID_ARGUMENT, client.send_raw, "update", body, known)
@@ -145,10 +153,9 @@ def test_bad_page_is_invalid(served, limit, offset):
     ("bad UTF-8 in a string", b"\x1a\x02\xff\xfe"),  # field 3 with invalid UTF-8
     ("truncated message", b"\x1a\x10ab"),
 ])
+@only("grpc", reason="protobuf encoding")
 def test_grpc_raw_bytes(served, seeded, case, suffix):
     impl, protocol, client = served
-    if protocol != "grpc":
-        pytest.skip("protobuf encoding")
     body = game_to_message(seeded[0]).SerializeToString() + suffix
     known = dataset.documents(seeded[:1])[0]["_id"]
     expect(protocol, INVALID_ARGUMENT, client.send_raw, "create", body)
@@ -175,10 +182,9 @@ def _soap_create(game_xml: str) -> bytes:
     ("external entity", b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
                         + _soap_create("<g:name>&x;</g:name>")),
 ])
+@only("soap", reason="SOAP envelopes")
 def test_soap_raw_xml(served, case, body):
     impl, protocol, client = served
-    if protocol != "soap":
-        pytest.skip("SOAP envelopes")
     expect(protocol, INVALID_ARGUMENT, client.send_raw, "create", body)
 
 

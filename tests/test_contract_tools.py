@@ -104,7 +104,7 @@ def test_id_pattern_fields_and_error_codes_agree_with_contract_json():
 
 
 def test_real_games_validate_and_a_wrong_one_does_not():
-    game = {"id": "730", **dataset.games()[0]}
+    game = {"id": "730", **dataset.games(1)[0]}
     body = __import__("json").dumps(game).encode()
     assert rest_response_errors("GET", "/games/730", 200, "application/json", body) == []
     assert ws_message_errors({"request_id": 1, "result": game}) == []

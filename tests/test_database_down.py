@@ -32,7 +32,7 @@ def lab_without_database(monkeypatch):
 
 def test_every_protocol_says_unavailable_and_keeps_serving(lab_without_database):
     lab, clients = lab_without_database
-    game = dataset.games()[0]
+    game = dataset.games(1)[0]
     for name, (impl, client) in clients.items():
         for _ in range(2):  # and again: the first answer did not take the server down
             if impl.serves("get", "create"):  # a push-only service (SSE) has health alone

@@ -195,7 +195,7 @@ def test_slow_database_answers_the_contract_error_in_time_and_recovers(monkeypat
         server = EmbeddedServer(tmp_path, host=link.ns_addr, prefix=link.exec_args())
         with lab_on(server, monkeypatch) as lab:
             store = lab.store()
-            games = dataset.games()[:5]
+            games = dataset.games(5)
             dataset.reset(store.games, games, indexes=False)
             store.close()
             game_id = dataset.documents(games)[0]["_id"]

@@ -28,7 +28,7 @@ WS = [impl.name for impl in discover() if impl.protocol == "ws"]
 def large_games(lab):
     """Games just under the request limit each, enough that one page of them
     is over the response limit."""
-    base = dataset.games()[0]
+    base = dataset.games(1)[0]
     filler = MAX_REQUEST_BYTES - len(dumps(base).encode()) - 1024
     big = {**base, "description": "x" * filler}
     # a quarter over, so that every protocol's encoding of the page is over
