@@ -2,7 +2,7 @@
 import Fastify from 'fastify';
 import { readBody } from '../../common/node/body.js';
 import {
-  CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, invalid,
+  CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, invalid, sized,
 } from '../../common/node/contract.js';
 import { HOST, PORT, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
@@ -29,7 +29,7 @@ app.addContentTypeParser('*', (request, payload, done) => {
   readBody(payload, declared).then((body) => done(null, body), (err) => done(null, new RejectedBody(err)));
 });
 
-const send = (reply, status, body) => reply.code(status).type('application/json').send(dumps(body));
+const send = (reply, status, body) => reply.code(status).type('application/json').send(sized(dumps(body)));
 const fail = (reply, err) => {
   if (!(err instanceof ContractError)) console.error(err);
   const e = asContractError(err);
