@@ -16,6 +16,7 @@ export const LIMITS = CONTRACT.limits;
 export const ERRORS = CONTRACT.errors; // code -> {http, grpc, meaning}
 export const MAX_REQUEST_BYTES = LIMITS.max_request_bytes;
 export const MAX_RESPONSE_BYTES = LIMITS.max_response_bytes;
+export const MAX_URI_BYTES = LIMITS.max_uri_bytes;
 export const MAX_LIST_LIMIT = LIMITS.max_list_limit;
 export const DEFAULT_LIST_LIMIT = LIMITS.default_list_limit;
 export const MAX_OFFSET = LIMITS.max_offset;
@@ -157,6 +158,13 @@ export function checkSize(size) {
   if (size > MAX_REQUEST_BYTES) {
     throw new ContractError('RESOURCE_EXHAUSTED',
       `request of ${size} bytes exceeds the limit of ${MAX_REQUEST_BYTES}`);
+  }
+}
+
+// An HTTP request target (path and query) over max_uri_bytes.
+export function checkUriSize(size) {
+  if (size > MAX_URI_BYTES) {
+    throw new ContractError('RESOURCE_EXHAUSTED', `request target of ${size} bytes exceeds the limit of ${MAX_URI_BYTES}`);
   }
 }
 
