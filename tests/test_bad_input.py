@@ -186,6 +186,21 @@ def test_soap_raw_xml(served, case, body):
     expect(protocol, INVALID_ARGUMENT, client.send_raw, "create", body)
 
 
+def test_soap_action_that_does_not_name_the_operation_is_a_client_fault(served, seeded):
+    """SOAPAction must be the called operation's (WS-I BP R2744): a "get" under a
+    "delete" action (or the reverse) is refused, and deletes nothing (served checks)."""
+    impl, protocol, client = served
+    if protocol != "soap":
+        pytest.skip("SOAP envelopes")
+    known = dataset.documents(seeded[:1])[0]["_id"]
+    for action, call in (("delete", "get"), ("get", "delete"), ("nope", "health")):
+        body = SOAP_ENVELOPE.format(f"<g:{call}><g:id>{known}</g:id></g:{call}>" if call != "health"
+                                    else "<g:health/>").encode()
+        expect(protocol, INVALID_ARGUMENT, client.send_raw, action, body)
+    assert b"getResponse" in client.send_raw("get", SOAP_ENVELOPE.format(
+        f"<g:get><g:id>{known}</g:id></g:get>").encode())
+
+
 def test_operator_lookalike_strings_are_stored_literally(served, lab):
     """A string that looks like an operator is data, not a query."""
     impl, protocol, client = served

@@ -126,6 +126,22 @@ class Games(ServiceBase):
 
 soap = Application([Games], tns=NAMESPACE, name="Games",
                    in_protocol=Soap11(validator="lxml"), out_protocol=Soap11())
+
+
+def _check_soap_action(ctx: Any) -> None:
+    """The SOAPAction header must name the operation the Body calls: its
+    soapAction in games.wsdl, quoted (WS-I Basic Profile R2744; unquoted is
+    taken too). Another, or none, is the client's fault: an action that says
+    "delete" over a Body that says "get" is not guessed at."""
+    action = (ctx.transport.req_env.get("HTTP_SOAPACTION") or "").strip()
+    operation = (ctx.method_request_string or "").rsplit("}", 1)[-1]
+    if action.strip('"') != operation:
+        raise ContractFault(InvalidArgument(
+            f"SOAPAction {action or 'missing'!r} does not name the operation called, {operation!r} "
+            f'(expected SOAPAction: "{operation}")'))
+
+
+soap.event_manager.add_listener("method_call", _check_soap_action)
 wsgi = WsgiApplication(soap, max_content_length=MAX_REQUEST_BYTES)
 
 
