@@ -84,7 +84,7 @@ def table(operation: str, rows: dict[str, dict[str, Any]], ranking: dict[str, An
         cpu = s.get("cpu_us_per_op") or {}
         wall = s.get("wall_us_per_op")
         used = sum(cpu.values())
-        rest = f"{max(wall - used, 0):.0f}" if cpu and wall else "-"
+        rest = f"{wall - used:.0f}" if cpu and wall else "-"
         cells = [f"{cpu[p]:.0f}" if p in cpu else "-" for p in ("client", "service", "database")]
         lines.append(f"{_short(subject):<27}{s['median']:>8.0f}{margin:>6.0f}{s['p95']:>8.0f}{s['p99']:>8.0f}"
                      f"{s['mean']:>8.0f}{s['stddev']:>7.0f}{ratio:>22}   {cells[0]:>17}{cells[1]:>8}{cells[2]:>7}"
@@ -130,7 +130,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             write(line)
         write("")
     write("CPU µs/op: CPU time per operation during the timed blocks, of this client process, the service's "
-          "process tree and the database; rest = wall time − their sum (waiting, wire, scheduling).")
+          "process tree and the database; rest = wall time − their sum (waiting, wire, scheduling); a negative rest "
+          "means the processes ran at the same time on the two cores (the client decoding while the service "
+          "finishes its request), so their CPU adds up to more than the wall time.")
     write("k6 cross-check: " + k6_status())
     if guard is not None:
         write(noise.describe(guard), red=guard["flagged"], bold=guard["flagged"])

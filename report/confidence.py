@@ -20,8 +20,14 @@ def cpu_parts(row: dict[str, Any]) -> dict[str, float] | None:
     if not cpu or not wall:
         return None
     parts = {p: float(cpu.get(p, 0.0)) for p in ("client", "service", "database")}
-    parts["rest"] = max(wall - sum(parts.values()), 0.0)
+    parts["rest"] = max(wall - sum(parts.values()), 0.0)   # < 0: the processes overlapped (see overlap())
     return parts
+
+
+def overlap(row: dict[str, Any]) -> float:
+    """µs per operation by which the processes' CPU exceeds the wall time: they ran at once."""
+    cpu, wall = row.get("cpu_us_per_op") or {}, row.get("wall_us_per_op") or 0.0
+    return max(sum(float(cpu.get(p, 0.0)) for p in ("client", "service", "database")) - wall, 0.0)
 
 
 def cpu_figure(op: str, mode: str, rows: dict[str, dict[str, Any]], subjects: list[str]) -> str | None:
@@ -101,7 +107,9 @@ def cpu_section(page: Page, inputs: Inputs) -> None:
                   "per-thread counters: the client (the benchmark's own process: the protocol's Python "
                   "client library and its decoding), the service (its process with threads and "
                   "children), the database; the rest of the wall time is waiting: the wire, wake-ups, "
-                  "scheduling. With two cores, parts can overlap, so the rest is a lower bound."))
+                  "scheduling. With two cores the processes can run at the same time (the client decoding "
+                  "while the service finishes its request): then their CPU adds up to more than the wall "
+                  "time, the rest is 0 and `overlap` says by how much."))
     subjects = inputs.subjects()
     for mode in MODES:
         run = inputs.runs.get(mode)
@@ -114,13 +122,13 @@ def cpu_section(page: Page, inputs: Inputs) -> None:
                 parts = cpu_parts(rows.get(s, {}))
                 if parts:
                     body.append([s, f"{rows[s]['wall_us_per_op']:.0f}",
-                                 *(f"{parts[p]:.0f}" for p in CPU_PARTS)])
+                                 *(f"{parts[p]:.0f}" for p in CPU_PARTS), f"{overlap(rows[s]):.0f}"])
             if not body:
                 page.add(Para(f"{op}, {mode} mode: no CPU figures in this run; rerun "
                               f"`{RUN_COMMAND[mode]}`.", "missing"))
                 continue
             page.add(Table(["implementation", "wall µs/op", "client CPU", "service CPU", "database CPU",
-                            "rest"], body, caption=f"{op}, {mode} mode (µs per operation)",
+                            "rest", "overlap"], body, caption=f"{op}, {mode} mode (µs per operation)",
                            anchor=f"cpu-{op}-{mode}"))
             svg = cpu_figure(op, mode, rows, subjects)
             if svg:
