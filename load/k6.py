@@ -36,7 +36,8 @@ LOWEST_US, HIGHEST_US, DIGITS = 1, 300_000_000, 3
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
 # What resolution each protocol's latency samples have (see load/scripts/common.js).
 CLOCK = {"rest": "k6 HTTP timings (µs)", "graphql": "k6 HTTP timings (µs)",
-         "grpc": "k6 grpc_req_duration (µs)", "ws": "Date.now() in the script (1 ms)"}
+         "soap": "k6 HTTP timings (µs)", "grpc": "k6 grpc_req_duration (µs)",
+         "ws": "Date.now() in the script (1 ms)", "socketio": "Date.now() in the script (1 ms)"}
 
 
 def new_histogram() -> HdrHistogram:

@@ -65,21 +65,43 @@ def request(protocol: str, endpoint: str, operation: str) -> dict[str, Any]:
         }[op]
         return {"method": f"{GRPC_SERVICE}/{method}",
                 "message": MessageToDict(message(), preserving_proto_field_name=True)}
+    if protocol == "soap":
+        return {"method": "POST", "url": endpoint, "body": soap_envelope(op, params),
+                "headers": {"Content-Type": "text/xml; charset=utf-8", "SOAPAction": f'"{op}"'}}
     if protocol == "ws":
         return {"message": {"op": op, "params": params}}
+    if protocol == "socketio":  # the WebSocket transport only (contract/socketio-protocol.md)
+        url = endpoint.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+        return {"message": {"op": op, "params": params}, "url": f"{url}?EIO=4&transport=websocket"}
     raise SystemExit(f"the load instrument has no k6 script for protocol {protocol!r}")
 
 
-SCRIPTS = {"rest": "http.js", "graphql": "http.js", "grpc": "grpc.js", "ws": "ws.js"}
+def soap_envelope(op: str, params: dict[str, Any]) -> str:
+    """The SOAP 1.1 envelope the lab's SOAP client (zeep, from contract/games.wsdl) sends for `op`."""
+    from lxml import etree
+
+    from clients.soap import SoapClient, _game_to
+    client = SoapClient("http://127.0.0.1:9/soap")  # builds messages only: never dials
+    try:
+        args = [_game_to(v) if k == "game" else v for k, v in params.items()]
+        return etree.tostring(client.zeep.create_message(client.service, op, *args)).decode()
+    finally:
+        client.close()
+
+
+# Protocols whose k6 virtual user holds one connection and exchanges messages on it.
+MESSAGING = ("ws", "socketio")
+SCRIPTS = {"rest": "http.js", "graphql": "http.js", "soap": "http.js", "grpc": "grpc.js", "ws": "ws.js",
+           "socketio": "ws.js"}
 
 
 def why_not(impl: Any, operation: str) -> str | None:
     """Why the load instrument cannot drive `impl` with `operation` (None: it can)."""
-    if impl.protocol not in SCRIPTS:
-        return f"no k6 script for protocol {impl.protocol!r} (load/scripts/)"
     op, _ = _call(operation)
     if not impl.serves(op):
-        return f"it does not serve {op!r} (its manifest's operations)"
+        return f"it does not serve {op!r} (its manifest's operations; SSE is push-only)"
+    if impl.protocol not in SCRIPTS:
+        return f"no k6 script for protocol {impl.protocol!r} (load/scripts/)"
     return None
 
 

@@ -33,7 +33,8 @@ GENERATOR_CPU_LIMIT = 0.60   # of the generator's cores
 P99_LIMIT_MS = 50.0          # the open model's knee: the highest rate held at p99 ≤ this
 HELD_FRACTION = 0.95         # ... answering at least this share of the offered rate, no errors
 CLOSED_CLIENTS = (10, 50, 100, 500, 1000)
-MAX_RUN_S = 12.0             # warm-up + window of one run, at most
+MAX_RUN_S = 8.0              # warm-up + window of one run, at most
+GRACEFUL_STOP = "2s"
 
 
 @dataclass
@@ -69,22 +70,24 @@ def endpoint(lab: Lab, impl: Implementation, s: Settings, dial: str | None = Non
 
 
 def executor(protocol: str, model: str, clients: int, rate: float | None, seconds: float) -> dict[str, Any]:
-    if protocol == "ws":  # one connection per VU for the whole run (load/scripts/ws.js)
+    if protocol in operations.MESSAGING:  # one connection per VU for the whole run (load/scripts/ws.js)
         return {"executor": "per-vu-iterations", "vus": clients, "iterations": 1,
                 "maxDuration": f"{math.ceil(seconds) + 60}s", "gracefulStop": "10s"}
+    # gracefulStop: requests still in flight when the duration ends are past
+    # the window (never counted); 2 s to finish, then k6 drops them.
     if model == "closed":
         return {"executor": "constant-vus", "vus": clients, "duration": f"{seconds:.3f}s",
-                "gracefulStop": "10s"}
+                "gracefulStop": GRACEFUL_STOP}
     return {"executor": "constant-arrival-rate", "rate": round(rate or 1), "timeUnit": "1s",
             "duration": f"{seconds:.3f}s", "preAllocatedVUs": clients, "maxVUs": clients,
-            "gracefulStop": "10s"}
+            "gracefulStop": GRACEFUL_STOP}
 
 
 def open_vus(protocol: str, rate: float) -> int:
     """VUs (connections) for an open-model run: enough to hold `rate` with
     every reply taking up to a second, so a drop means the service is far past
     its knee; WebSocket: fixed connections, each paced."""
-    if protocol == "ws":
+    if protocol in operations.MESSAGING:
         return 50
     return int(min(1000, max(20, math.ceil(rate * 1.0))))
 
@@ -101,7 +104,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
         return {"implementation": impl.name, "model": model, "clients": clients, "rate": rate,
                 "skipped": f"its manifest says it holds at most {limit} connections at once "
                            f"({impl.manifest.get('concurrency', '')})"}
-    ws_connect_allowance = clients / 250 if protocol == "ws" else 0.0
+    ws_connect_allowance = clients / 250 if protocol in operations.MESSAGING else 0.0
     warmup = max(s.warmup_s, 1.2 * round_s)
     steady = max(s.steady_s, 2.0 * round_s)
     if warmup + steady > MAX_RUN_S:
@@ -111,7 +114,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
         "target": endpoint(lab, impl, s), "request": operations.request(protocol, endpoint(lab, impl, s),
                                                                          s.operation),
         "executor": executor(protocol, model, clients, rate, seconds), "timeout": "10s"}
-    if protocol == "ws":
+    if protocol in operations.MESSAGING:
         plan["duration_s"] = seconds if calls is None else None
         if model == "open":
             plan.update(rate=rate, vus=clients)
@@ -271,11 +274,13 @@ def _cores() -> int:
 
 
 def closed_sweep(lab: Lab, impl: Implementation, s: Settings, clients: tuple[int, ...],
-                 report: Any = print) -> list[dict[str, Any]]:
+                 report: Any = print, previous: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Closed-model runs at each client count; `previous`: the runs already
+    made (their last throughput sizes the next window)."""
     rows: list[dict[str, Any]] = []
-    throughput = 0.0
+    throughput = next((r["throughput_rps"] for r in reversed(previous or []) if r.get("throughput_rps")), 0.0)
     limit = max_connections(impl)
-    if limit is not None and clients and min(clients) > limit:
+    if limit is not None and clients and min(clients) > limit and not any("skipped" not in r for r in previous or []):
         clients = (limit, *clients)  # as many as it holds, then the levels it cannot (recorded as skipped)
     for n in clients:
         row = run(lab, impl, s, model="closed", clients=n, round_s=n / throughput if throughput else 0.0)

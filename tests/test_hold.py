@@ -30,7 +30,8 @@ TIMEOUT = 2.0
 HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)
            and i.serves(*CRUD_OPERATIONS)]
 NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_OPERATIONS))
-WS_HOLDING = [n for n in HOLDING if n.startswith("ws/")]
+# One WebSocket per client: the WebSocket protocol and socket.io over its WebSocket transport.
+WS_HOLDING = [n for n in HOLDING if n.startswith(("ws/", "socketio/"))]
 FIRST_BYTES = {  # what a client sends first, per protocol
     "grpc": b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
     "ws": b"GET /ws HTTP/1.1\r\nHost: lab\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
@@ -130,17 +131,28 @@ def established(pid: int, port: int) -> int:
 
 @pytest.mark.parametrize("name", WS_HOLDING)
 def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, name):
-    """1,000 k6 WebSocket clients, each on its own connection for 30 s, one
+    """1,000 k6 WebSocket clients, each on its own connection for 30 s after it opens, one
     request every 10 s (about 100 requests/s in all, within what the Python
-    service answers here: at one a second each, 1,000 requests/s queued past
-    its database timeouts): the service holds all 1,000 at once and answers
-    every request with its reply."""
+    service answers here): the service holds all 1,000 at once and answers
+    every request with its reply, none with an error. (k6 gives up on a
+    handshake not answered within 60 s: "i/o timeout", a ws_error; a
+    single-threaded server on a machine loaded far past its cores can be
+    that slow to accept 1,000.)"""
     from load import k6, operations
-    plan = {"target": lab.endpoints[name], "request": operations.request("ws", lab.endpoints[name], "fetch-one"),
+    protocol = lab.implementation(name).protocol
+    plan = {"target": lab.endpoints[name], "request": operations.request(protocol, lab.endpoints[name], "fetch-one"),
             "executor": {"executor": "per-vu-iterations", "vus": 1000, "iterations": 1,
                          "maxDuration": "120s"},
             "duration_s": 30, "think_ms": 10_000, "timeout": "10s"}
-    run = k6.K6Run("ws", plan).start()
+    # Pinned as the load sweep is (load/pinning.py): the service and the
+    # database on one CPU, k6's 1,000 connections on the other.
+    from load import pinning
+    pins = pinning.plan(True)
+    if pins.enabled:
+        for pid in (lab.pids[name], lab.database.pid):
+            if pid:
+                pinning.pin_tree(pid, pins.services)
+    run = k6.K6Run(protocol, plan, cpus=set(pins.generator) if pins.enabled else None).start()
     _, port = address(lab.endpoints[name])
     peak = 0
     try:
@@ -150,17 +162,19 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
         run.wait(timeout=130)
     finally:
         run.stop()
-    samples = k6.read_samples(run.check_output(), "ws", (0, 2 ** 62))
+        if pins.enabled:  # back onto every CPU, for the tests after this one
+            for pid in (lab.pids[name], lab.database.pid):
+                if pid:
+                    pinning.pin_tree(pid, pins.services | pins.generator)
+    samples = k6.read_samples(run.check_output(), protocol, (0, 2 ** 62))
     run.cleanup()
     print(f"{name}: {peak} connections open at once; {samples.ops_total} requests answered; "
           f"errors {dict(samples.errors)}; handshake p50 {samples.connect.get_value_at_percentile(50) / 1e3:.0f} ms "
           f"max {samples.connect.get_max_value() / 1e3:.0f} ms")
-    # Held and answered: every request gets the contract's answer. A database
-    # that cannot keep up under a loaded machine answers DEADLINE_EXCEEDED or
-    # UNAVAILABLE, which is the contract too, and is printed above; anything
-    # else (a refused connection, a timeout at the client, a protocol error) fails.
-    assert set(samples.errors) <= {"DEADLINE_EXCEEDED", "UNAVAILABLE"}, samples.errors
-    assert sum(samples.errors.values()) < samples.ops_total
+    # Held and answered: every request gets its reply, none an error (a burst
+    # of 1,000 requests waits its turn in the service, services/common/store.py
+    # POOL, not in the database driver's time budget).
+    assert samples.errors == {}, samples.errors
     assert samples.connect.get_total_count() == 1000
     assert peak >= 1000
     assert samples.ops_total >= 1000 * 2

@@ -256,3 +256,77 @@ def test_subscribing_does_not_change_stored_data(lab, seeded, fingerprint):
             client.close()
     assert fingerprint() == before
     assert len(dataset.documents(seeded)) == len(seeded)
+
+
+# --- the push load client (load/push-client), briefly, against real services ---
+
+def _push_run(lab, impl, transport, tmp_path, **params):
+    from load import k6, pinning, push
+    r = push.Run("test", transport, params.get("clients", 3), params.get("batch", 5), params.get("rate", 200),
+                 params.get("seconds", 1.5))
+    raw = tmp_path / f"{transport}.csv"
+    row = push.run(push.push_client(), lab.endpoints[impl], lab.pids[impl], r, raw, pinning.plan(False))
+    return r, row, k6.read_samples(raw, "ws", (0, 2 ** 62))
+
+
+def _check_push_run(r, row, samples):
+    assert row["errors"] == 0, row["errors_by_kind"]
+    assert row["receiving_clients"] == r.clients
+    # paced: at most rate × seconds messages per subscription (+1: the first is due at once)
+    assert 0 < row["messages"] <= r.clients * (r.rate * r.seconds + 1)
+    assert row["events"] == r.batch * row["messages"]
+    assert row["latency_ms"]["p50"] > 0  # received after the server stamped it, on the same clock
+    # the raw samples, as the load instrument reads them: one latency and one ops sample per message
+    assert samples.histogram.get_total_count() == row["messages"]
+    assert samples.ops_total == row["events"]
+    assert not samples.errors
+
+
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_push_load_client_over_websocket(impl, lab, tmp_path):
+    if PROTOCOL[impl] != "ws":
+        pytest.skip(f"{impl} is not a WebSocket implementation")
+    r, row, samples = _push_run(lab, impl, "ws", tmp_path)
+    _check_push_run(r, row, samples)
+    assert samples.connect.get_total_count() == r.clients  # each subscription's reply
+
+
+@pytest.mark.parametrize("transport", ["sse-h1", "sse-h2c", "poll"])
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_push_load_client_over_sse_and_polling(impl, transport, lab, tmp_path):
+    if PROTOCOL[impl] != "sse":
+        pytest.skip(f"{impl} is not an SSE implementation")
+    r, row, samples = _push_run(lab, impl, transport, tmp_path, batch=1 if transport == "poll" else 5,
+                                seconds=1.0)
+    if transport == "poll":  # unpaced: one message per request, as many as answered
+        assert row["errors"] == 0 and row["receiving_clients"] == r.clients and row["events"] == row["messages"] > 0
+        assert samples.histogram.get_total_count() == row["messages"]
+    else:
+        _check_push_run(r, row, samples)
+        assert samples.connect.get_total_count() == r.clients  # ": subscribed"
+
+
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_push_load_client_counts_a_refused_subscription_as_an_error(impl, lab, tmp_path):
+    if PROTOCOL[impl] not in ("ws", "sse"):
+        pytest.skip(f"{impl}: the push client speaks SSE and the WebSocket protocol")
+    transport = "ws" if PROTOCOL[impl] == "ws" else "sse-h1"
+    _, row, samples = _push_run(lab, impl, transport, tmp_path, clients=2, batch=0, seconds=1.0)  # batch 1..1000
+    assert row["messages"] == 0
+    assert row["errors"] == 2, row
+    assert set(row["errors_by_kind"]) == {"subscribe" if transport == "ws" else "status_400"}
+    assert sum(samples.errors.values()) == 2
+
+
+def test_push_plan_is_bounded_and_pathan_has_every_protocol():
+    from load import push
+    default, quick = push.plan("all", False, None), push.plan("all", True, None)
+    assert default.seconds() <= 480 and quick.seconds() <= 120  # warm-ups and windows; the rest is start-up
+    pathan = [(name, r) for name, r in default.ordered() if r.scenario == "pathan"]
+    assert {r.transport for _, r in pathan} == {"ws", "sse-h1", "poll"}
+    assert sorted({r.clients for _, r in pathan}) == list(push.PATHAN_CLIENTS)
+    tests = {(r.scenario, r.transport, r.clients, r.batch) for _, r in default.ordered()}
+    for transport in ("sse-h1", "sse-h2c", "ws"):
+        assert {b for s, t, c, b in tests if s == "timeplus-batch" and t == transport} == set(push.TIMEPLUS_BATCHES)
+        assert {c for s, t, c, b in tests if s == "timeplus-concurrency" and t == transport} == \
+            set(push.TIMEPLUS_CONCURRENCY)

@@ -62,6 +62,8 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith(f"| {name}") and "321" in line)
     assert "| 5.0 |" in row and "invalid" in row and "1,234" in row and "| 111 |" in row
     assert "| 2.00 |" in text  # Python client ÷ k6 at fetch-one
-    assert "1 calls per connection: WebSocket ÷ HTTP = 0.60." in text
-    assert "~3900 at 500–2,000" in text
-    assert "Pathan" in text
+    # the study's table beside the lab's: its rows, the lab's requests/s and the pair's ratio
+    feathers = next(line for line in text.splitlines() if line.startswith("| 1 |") and "50 % slower" in line)
+    assert "| 100 |" in feathers and "| 60 |" in feathers and "| 0.60 |" in feathers
+    assert "~3,900" in text and "| not run |" in text  # the study's 500–2,000 calls, not run in this file
+    assert "at 1 call the WebSocket side is 0.60× HTTP (slower, as the study found)" in text

@@ -2,13 +2,22 @@
 // connection and keeps it for its whole iteration.
 //
 //   closed model (plan.rate absent): send, wait for the reply (and
-//     plan.think_ms), send the next, until plan.calls replies or plan.duration_s seconds;
+//     plan.think_ms), send the next, until plan.calls replies or
+//     plan.duration_s seconds after the connection opened;
 //   open model (plan.rate: requests/s for all VUs): each connection sends on
 //     a fixed schedule without waiting for replies (request_id matches
 //     them), and latency counts from the scheduled send time, so a slow
 //     reply never delays the next request (no coordinated omission).
 //
-// lab_connect (Trend, ms): the opening handshake, from new WebSocket to open.
+// socket.io (plan.protocol 'socketio', contract/socketio-protocol.md) over
+// its WebSocket transport, Engine.IO framing by hand: the server's open packet
+// '0{...}', the client's namespace connect '40', the server's '40{...}'; a
+// request is the event '42<ack id>["call",{op,params}]', its reply the ack
+// '43<ack id>[{result}|{error}]'; the server's ping '2' is answered '3'. The
+// ack id plays the request_id's part.
+//
+// lab_connect (Trend, ms): the opening handshake, from new WebSocket to open
+// (socket.io: to the namespace's connect packet).
 import { WebSocket } from 'k6/websockets';
 import { Trend } from 'k6/metrics';
 import { failed, latency, now, ops, plan } from './common.js';
@@ -20,19 +29,24 @@ const template = plan.request.message;  // {op, params}; request_id added per ca
 
 export default function () {
   const begin = now();
-  const deadline = begin + 1000 * (plan.duration_s || 1e9);
+  let deadline = Infinity;   // plan.duration_s after this connection opened
   const limit = plan.calls || Infinity;
   const pending = new Map();   // request_id -> start (ms, the clock's origin)
   let next = 1;
   let answered = 0;
   let timer = null;
-  const ws = new WebSocket(plan.target);
+  const sio = plan.protocol === 'socketio';
+  const ws = new WebSocket(plan.request.url || plan.target);
   ws.binaryType = 'arraybuffer';
 
   function send(start) {
     const id = next++;
     pending.set(id, start);
-    ws.send(JSON.stringify({ request_id: id, op: template.op, params: template.params }));
+    if (sio) {
+      ws.send(`42${id}` + JSON.stringify(['call', { op: template.op, params: template.params }]));
+    } else {
+      ws.send(JSON.stringify({ request_id: id, op: template.op, params: template.params }));
+    }
   }
   function finish() {
     if (timer !== null) { clearInterval(timer); timer = null; }
@@ -44,8 +58,9 @@ export default function () {
     ws.close();
   }
 
-  ws.onopen = () => {
+  function ready() {
     connect.add(now() - begin);
+    deadline = now() + 1000 * (plan.duration_s || 1e9);
     if (plan.rate) {
       // This connection's share of the rate, on a fixed schedule from now.
       const period = 1000 * plan.vus / plan.rate;
@@ -64,11 +79,28 @@ export default function () {
     } else {
       send(now());
     }
+  }
+  // socket.io: the reply as the WebSocket protocol has it ({request_id,
+  // result|error}); null for Engine.IO's own packets (answered here).
+  function unframe(data) {
+    if (data === '2') { ws.send('3'); return null; }            // ping → pong
+    if (data[0] === '0') { ws.send('40'); return null; }         // Engine.IO open → connect to '/'
+    if (data.startsWith('40')) { ready(); return null; }         // connected to the namespace
+    const m = /^43(\d+)\[(.*)\]$/s.exec(data);
+    if (!m) return { request_id: -1 };
+    return Object.assign({ request_id: Number(m[1]) }, JSON.parse(m[2]));
+  }
+
+  ws.onopen = () => {
+    if (!sio) ready();
   };
   ws.onmessage = (event) => {
     const t = now();
     let reply;
-    try { reply = JSON.parse(event.data); } catch (e) { failed('malformed_reply'); return; }
+    try {
+      reply = sio ? unframe(event.data) : JSON.parse(event.data);
+    } catch (e) { failed('malformed_reply'); return; }
+    if (reply === null) return;
     const start = pending.get(reply.request_id);
     if (start === undefined) { failed('unknown_request_id'); return; }
     pending.delete(reply.request_id);

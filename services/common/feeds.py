@@ -282,8 +282,11 @@ class WebSocketPush:
         start = time.monotonic()
         for message_id in synthetic_ids(sub):
             delay = synthetic_due(sub, start, message_id) - time.monotonic()
-            if delay > 0 and stop.wait(delay):
-                return False
+            if delay > 0:
+                if stop.wait(delay):
+                    return False
+            elif message_id > sub.first:  # behind or unpaced: let the other connections run (gevent: a yield)
+                time.sleep(0)
             push('{"event":"synthetic","id":"' + str(message_id) + '","data":' + synthetic_message(sub.batch) + "}")
         return True
 

@@ -29,3 +29,16 @@ export function noDelay(server) {
   server.on('connection', (socket) => socket.setNoDelay(true));
   return server;
 }
+
+// The listen backlog: connections the kernel completes before the server
+// accepts them. Node.js asks for 511 by default; 1,000 clients opening at
+// once overflow that, and the overflowing handshakes wait out SYN
+// retransmissions (1 s, 3 s, ...). Go asks for the kernel's somaxconn, and
+// gunicorn for 2,048 or 4,096 (services/common/gunicorn_*.py); the kernel
+// caps the value at net.core.somaxconn.
+export const BACKLOG = 4096;
+
+/** Listens on HOST:PORT with the lab's backlog (a node:net, http or http2 server). */
+export function listen(server) {
+  return server.listen({ host: HOST, port: PORT, backlog: BACKLOG });
+}

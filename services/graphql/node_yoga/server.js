@@ -17,7 +17,7 @@ import { readBody } from '../../common/node/body.js';
 import {
   ContractError, ERRORS, asContractError, checkResponseSize, invalid,
 } from '../../common/node/contract.js';
-import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
+import { HOST, PORT, noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
 
@@ -250,7 +250,7 @@ const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, (req, res) => 
     else res.destroy();
   });
 }));
-server.listen(PORT, HOST);
+listen(server);
 onStop(() => new Promise((resolve) => {
   server.close(() => store.close().finally(resolve));
   server.closeIdleConnections();

@@ -8,6 +8,7 @@
 // INVALID_ARGUMENT (protobufjs would skip the first, misread the second and
 // replace the third). A request over 64 KiB is refused by grpc-js with
 // RESOURCE_EXHAUSTED.
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -17,7 +18,7 @@ import {
   ContractError, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
   MAX_REQUEST_BYTES, NULLABLE_BOOL, STR_LIST, asContractError, invalid,
 } from '../../common/node/contract.js';
-import { HOST, PORT, onStop } from '../../common/node/env.js';
+import { HOST, PORT, listen, onStop } from '../../common/node/env.js';
 import { Store } from '../../common/node/store.js';
 import { checkWire } from './wire.js';
 
@@ -135,14 +136,23 @@ server.addService(service, handlers);
 new HealthImplementation({ '': 'SERVING', [SERVICE]: 'SERVING' }).addToServer(server);
 new ReflectionService(definition).addToServer(server);
 
-server.bindAsync(`${HOST}:${PORT}`, grpc.ServerCredentials.createInsecure(), (err) => {
-  if (err) {
-    console.error(`cannot listen on ${HOST}:${PORT}: ${err.message}`);
-    process.exit(1);
-  }
+// grpc-js's bindAsync listens with Node.js's default backlog (511) and takes
+// no other: the lab's own listener (env.js: listen, BACKLOG) hands each
+// accepted connection to the gRPC server.
+const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+const listener = net.createServer((socket) => {
+  socket.setNoDelay(true);
+  injector.injectConnection(socket);
 });
+listener.on('error', (err) => {
+  console.error(`cannot listen on ${HOST}:${PORT}: ${err.message}`);
+  process.exit(1);
+});
+listen(listener);
 onStop(() => new Promise((resolve) => {
-  const timer = setTimeout(() => server.forceShutdown(), 2000);
+  listener.close();
+  const timer = setTimeout(() => { injector.destroy(); server.forceShutdown(); }, 2000);
+  injector.drain(1000);
   server.tryShutdown(() => {
     clearTimeout(timer);
     store.close().finally(resolve);

@@ -4,7 +4,7 @@ import { readBody } from '../../common/node/body.js';
 import {
   CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, checkUriSize, invalid, sized,
 } from '../../common/node/contract.js';
-import { HOST, PORT, onStop } from '../../common/node/env.js';
+import { BACKLOG, HOST, PORT, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
 
@@ -100,7 +100,7 @@ app.delete('/games/:id', async (request, reply) => {
 });
 
 app.server.on('connection', (socket) => socket.setNoDelay(true));
-await app.listen({ host: HOST, port: PORT });
+await app.listen({ host: HOST, port: PORT, backlog: BACKLOG });
 onStop(async () => {
   await app.close();
   await store.close();

@@ -11,7 +11,7 @@ import {
   ContractError, MAX_FRAME_BYTES, asContractError, checkSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { healthHandler } from '../../common/node/health.js';
-import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
+import { noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import {
   Opened, Raw, isObject, operations, perform, pushOperations,
@@ -148,7 +148,7 @@ io.on('connection', (socket) => {
   });
 });
 
-server.listen(PORT, HOST);
+listen(server);
 onStop(() => new Promise((resolve) => {
   io.close();
   server.close(() => store.close().finally(resolve));

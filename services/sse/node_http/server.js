@@ -7,7 +7,7 @@ import { createServer as createHttp2 } from 'node:http2';
 import { createServer as createTcp } from 'node:net';
 import { Duplex } from 'node:stream';
 import { ContractError, asContractError, invalid } from '../../common/node/contract.js';
-import { HOST, PORT, onStop } from '../../common/node/env.js';
+import { listen, onStop } from '../../common/node/env.js';
 import { dumps } from '../../common/node/json.js';
 import { PUSH, run, subscription } from '../../common/node/push.js';
 import { Store } from '../../common/node/store.js';
@@ -141,7 +141,7 @@ const server = createTcp({ noDelay: true }, (socket) => {
     }
   });
 });
-server.listen(PORT, HOST);
+listen(server);
 onStop(() => new Promise((resolve) => {
   server.close();
   http1.closeAllConnections();

@@ -8,7 +8,7 @@ import {
   ContractError, JsonNumber, MAX_FRAME_BYTES, asContractError, checkSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { healthHandler } from '../../common/node/health.js';
-import { HOST, PORT, noDelay, onStop } from '../../common/node/env.js';
+import { noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import {
   Opened, Raw, isObject, operations, perform, pushOperations,
@@ -91,7 +91,7 @@ wss.on('connection', (ws) => {
   ws.on('error', () => {}); // a protocol error closes the connection (ws sends the close code)
 });
 
-server.listen(PORT, HOST);
+listen(server);
 onStop(() => new Promise((resolve) => {
   for (const client of wss.clients) client.terminate();
   wss.close();

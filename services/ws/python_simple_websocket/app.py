@@ -99,9 +99,27 @@ def _reply(answer: dict[str, Any]) -> str:
     return text
 
 
+class _SendAll:
+    """simple-websocket 1.1.0 writes each frame with one socket.send(), which
+    may write part of it (a loaded machine, a large message) and the rest is
+    lost: the peer then reads garbage ("RSV2 set"). Upstream:
+    miguelgrinberg/simple-websocket#45. Every send here is a sendall()."""
+
+    def __init__(self, sock: Any):
+        self._sock = sock
+
+    def send(self, data: bytes) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
 @app.route("/ws", websocket=True)
 def websocket() -> Response:
     ws = Server.accept(http_request.environ, max_message_size=MAX_FRAME_BYTES)
+    ws.sock = _SendAll(ws.sock)
     conn = push.connect(ws.send)
     try:
         while True:

@@ -1,0 +1,403 @@
+// push-client: the lab's load client for the push feeds (contract/push.md),
+// over Server-Sent Events, over WebSocket (contract/ws-protocol.md), or as
+// HTTP polling (Pathan's REST client).
+//
+//   - sse:  N clients each GET /events?feed=synthetic&batch=B&rate=R and read
+//     the stream (HTTP/1.1, one connection each; or -h2: HTTP/2 over
+//     cleartext, h2c with prior knowledge, all on one connection).
+//   - ws:   N clients each open one WebSocket to {url}/ws and send
+//     {"request_id": 1, "op": "subscribe", "params": {"feed": "synthetic",
+//     "batch": B, "rate": R}}; the reply opens the subscription, then every
+//     message without a request_id is a pushed message.
+//   - poll: N clients each GET /events?feed=synthetic&count=1&rate=0 in a
+//     loop, one request outstanding, kept-alive HTTP/1.1: every answer is one
+//     message stamped in the request's handler (Pathan's REST polling).
+//
+// Every message's latency is the receive time minus the send timestamp the
+// server put in its first event (nanoseconds, same host clock). Raw samples go
+// to a CSV in the load instrument's format (k6's --out csv columns the lab
+// reads, timestamps in µs): lab_latency (ms) per message, lab_ops (events) per
+// message, lab_connect (ms, request to the subscription's opening) per client,
+// lab_errors. A one-line JSON summary goes to stdout.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+type sample struct {
+	metric string
+	at     int64 // unix µs
+	value  float64
+	extra  string
+}
+
+type run struct {
+	ctx    context.Context
+	url    string
+	batch  int
+	rate   int
+	client *http.Client
+}
+
+func main() {
+	url := flag.String("url", "", "the service's endpoint, e.g. http://127.0.0.1:8000 (ws mode: ws://127.0.0.1:8000/ws)")
+	mode := flag.String("mode", "sse", "sse, ws or poll")
+	clients := flag.Int("clients", 10, "concurrent subscriptions (poll: concurrent polling loops)")
+	seconds := flag.Float64("seconds", 10, "the measurement window: how long each client reads after the warm-up")
+	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary)")
+	batch := flag.Int("batch", 1, "events per message")
+	rate := flag.Int("rate", 1000, "messages per second per subscription (0: unpaced)")
+	h2 := flag.Bool("h2", false, "sse: HTTP/2 over cleartext (h2c) on one connection shared by all clients")
+	out := flag.String("out", "samples.csv", "raw samples (CSV)")
+	flag.Parse()
+	if *url == "" {
+		fmt.Fprintln(os.Stderr, "push-client: -url is required")
+		os.Exit(2)
+	}
+	var subscribe func(*run) []sample
+	switch *mode {
+	case "sse":
+		subscribe = subscribeSSE
+	case "ws":
+		subscribe = subscribeWS
+	case "poll":
+		subscribe = poll
+	default:
+		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws or poll")
+		os.Exit(2)
+	}
+	transport := &http.Transport{MaxIdleConnsPerHost: *clients, DisableCompression: true}
+	if *h2 {
+		protocols := new(http.Protocols)
+		protocols.SetUnencryptedHTTP2(true)
+		transport.Protocols = protocols
+	}
+	start := time.Now()
+	window := start.Add(time.Duration(*warmup * float64(time.Second))).UnixMicro()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration((*warmup+*seconds)*float64(time.Second)))
+	defer cancel()
+	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport}}
+	results := make([][]sample, *clients)
+	var wg sync.WaitGroup
+	for i := 0; i < *clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = received(subscribe(r))
+		}(i)
+	}
+	wg.Wait()
+	if err := write(*out, results); err != nil {
+		fmt.Fprintln(os.Stderr, "push-client:", err)
+		os.Exit(1)
+	}
+	summarize(results, *seconds, window)
+}
+
+// received: a client that got no message and no error in the whole run (its
+// subscription or first poll not answered in time) is an error too.
+func received(got []sample) []sample {
+	for _, s := range got {
+		if s.metric == "lab_latency" || s.metric == "lab_errors" {
+			return got
+		}
+	}
+	return append(got, sample{"lab_errors", time.Now().UnixMicro(), 1, "kind=no_message"})
+}
+
+var reported sync.Map // error kinds already written to stderr
+
+// failure records an error unless the run's end caused it; the first error of
+// each kind goes to stderr with its cause.
+func failure(ctx context.Context, got []sample, kind string, cause ...error) []sample {
+	if deadline, _ := ctx.Deadline(); ctx.Err() != nil || !time.Now().Before(deadline) {
+		return got // the run's end (an I/O deadline from ctx can fire a moment before ctx.Err is set)
+	}
+	if _, seen := reported.LoadOrStore(kind, true); !seen && len(cause) > 0 && cause[0] != nil {
+		fmt.Fprintf(os.Stderr, "push-client: %s: %v\n", kind, cause[0])
+	}
+	return append(got, sample{"lab_errors", time.Now().UnixMicro(), 1, "kind=" + kind})
+}
+
+// stamped: a message's samples from its JSON array of events ("[[<ns>,...],...]",
+// the bytes from its first "[" on), received at now.
+func stamped(got []sample, data []byte, now time.Time) ([]sample, bool) {
+	data = bytes.TrimLeft(data, "[ ")
+	end := 0
+	for end < len(data) && data[end] >= '0' && data[end] <= '9' {
+		end++
+	}
+	sent, err := strconv.ParseInt(string(data[:end]), 10, 64)
+	if end == 0 || err != nil {
+		return got, false
+	}
+	events := bytes.Count(data, []byte("],[")) + bytes.Count(data, []byte("], [")) + 1
+	return append(got,
+		sample{"lab_latency", now.UnixMicro(), float64(now.UnixNano()-sent) / 1e6, ""},
+		sample{"lab_ops", now.UnixMicro(), float64(events), ""}), true
+}
+
+func subscribeSSE(r *run) []sample {
+	var got []sample
+	start := time.Now()
+	query := fmt.Sprintf("%s/events?feed=synthetic&batch=%d&rate=%d", r.url, r.batch, r.rate)
+	request, err := http.NewRequestWithContext(r.ctx, "GET", query, nil)
+	if err != nil {
+		return failure(r.ctx, got, "request", err)
+	}
+	request.Header.Set("Accept", "text/event-stream")
+	response, err := r.client.Do(request)
+	if err != nil {
+		return failure(r.ctx, got, "connect", err)
+	}
+	defer response.Body.Close()
+	if response.StatusCode != 200 {
+		return failure(r.ctx, got, "status_"+strconv.Itoa(response.StatusCode))
+	}
+	reader := bufio.NewReaderSize(response.Body, 1<<16) // longer lines: readLine reads on
+	for {
+		line, err := readLine(reader)
+		if err != nil {
+			return failure(r.ctx, got, "read", err)
+		}
+		now := time.Now()
+		if bytes.HasPrefix(line, []byte(": subscribed")) {
+			got = append(got, sample{"lab_connect", now.UnixMicro(), float64(now.Sub(start).Nanoseconds()) / 1e6, ""})
+			continue
+		}
+		if !bytes.HasPrefix(line, []byte("data: [")) {
+			continue
+		}
+		var ok bool
+		if got, ok = stamped(got, line[len("data: "):], now); !ok {
+			return failure(r.ctx, got, "payload")
+		}
+	}
+}
+
+func readLine(reader *bufio.Reader) ([]byte, error) {
+	line, err := reader.ReadSlice('\n')
+	if err == bufio.ErrBufferFull { // a data line longer than the buffer: read on
+		rest, err2 := reader.ReadBytes('\n')
+		return append(append([]byte{}, line...), rest...), err2
+	}
+	return line, err
+}
+
+func subscribeWS(r *run) []sample {
+	var got []sample
+	start := time.Now()
+	dialer := websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 1 << 16}
+	conn, response, err := dialer.DialContext(r.ctx, r.url, nil)
+	if err != nil {
+		if response != nil {
+			return failure(r.ctx, got, "status_"+strconv.Itoa(response.StatusCode))
+		}
+		return failure(r.ctx, got, "connect", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(r.ctx, func() { conn.Close() }) // the run's end unblocks the read
+	defer stop()
+	subscribe := fmt.Sprintf(`{"request_id": 1, "op": "subscribe", "params": {"feed": "synthetic", "batch": %d, "rate": %d}}`,
+		r.batch, r.rate)
+	if err := conn.WriteMessage(websocket.TextMessage, []byte(subscribe)); err != nil {
+		return failure(r.ctx, got, "write", err)
+	}
+	var message bytes.Buffer
+	for {
+		_, frame, err := conn.NextReader()
+		if err == nil {
+			message.Reset()
+			_, err = message.ReadFrom(frame)
+		}
+		if err != nil {
+			return failure(r.ctx, got, "read", err)
+		}
+		now := time.Now()
+		body := message.Bytes()
+		switch event := eventOf(body); {
+		case event == "synthetic":
+			data := bytes.Index(body, []byte(`"data"`))
+			first := -1
+			if data >= 0 {
+				first = bytes.IndexByte(body[data:], '[')
+			}
+			var ok bool
+			if first >= 0 {
+				got, ok = stamped(got, body[data+first:], now)
+			}
+			if !ok {
+				return failure(r.ctx, got, "payload")
+			}
+		case event == "broadcast": // another client's broadcast: not this feed's
+		case event != "":
+			return failure(r.ctx, got, "event_"+event) // end or error: the feed stopped
+		default: // a reply: the subscription's
+			var reply struct {
+				Result json.RawMessage        `json:"result"`
+				Error  *struct{ Code string } `json:"error"`
+			}
+			if json.Unmarshal(body, &reply) != nil || reply.Error != nil || reply.Result == nil {
+				return failure(r.ctx, got, "subscribe")
+			}
+			got = append(got, sample{"lab_connect", now.UnixMicro(), float64(now.Sub(start).Nanoseconds()) / 1e6, ""})
+		}
+	}
+}
+
+// eventOf: a pushed message's "event" ("" for a reply, which has none).
+func eventOf(body []byte) string {
+	at := bytes.Index(body, []byte(`"event"`))
+	if at < 0 {
+		return ""
+	}
+	rest := bytes.TrimLeft(body[at+len(`"event"`):], ": ")
+	if len(rest) == 0 || rest[0] != '"' {
+		return "?"
+	}
+	end := bytes.IndexByte(rest[1:], '"')
+	if end < 0 {
+		return "?"
+	}
+	return string(rest[1 : 1+end])
+}
+
+func poll(r *run) []sample {
+	var got []sample
+	query := r.url + "/events?feed=synthetic&count=1&rate=0"
+	for r.ctx.Err() == nil {
+		request, err := http.NewRequestWithContext(r.ctx, "GET", query, nil)
+		if err != nil {
+			return failure(r.ctx, got, "request", err)
+		}
+		response, err := r.client.Do(request)
+		if err != nil {
+			return failure(r.ctx, got, "connect", err)
+		}
+		if response.StatusCode != 200 {
+			response.Body.Close()
+			return failure(r.ctx, got, "status_"+strconv.Itoa(response.StatusCode))
+		}
+		reader := bufio.NewReader(response.Body)
+		seen := false
+		for {
+			line, err := readLine(reader)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				response.Body.Close()
+				return failure(r.ctx, got, "read", err)
+			}
+			if bytes.HasPrefix(line, []byte("data: [")) {
+				var ok bool
+				if got, ok = stamped(got, line[len("data: "):], time.Now()); !ok {
+					response.Body.Close()
+					return failure(r.ctx, got, "payload")
+				}
+				seen = true
+			}
+		}
+		response.Body.Close() // read to its end: the connection is kept alive
+		if !seen {
+			got = failure(r.ctx, got, "empty")
+		}
+	}
+	return got
+}
+
+func write(path string, results [][]sample) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(bufio.NewWriterSize(f, 1<<20))
+	w.Write([]string{"metric_name", "timestamp", "metric_value", "status", "extra_tags"})
+	for _, samples := range results {
+		for _, s := range samples {
+			w.Write([]string{s.metric, strconv.FormatInt(s.at, 10), strconv.FormatFloat(s.value, 'f', -1, 64), "", s.extra})
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// summarize prints one JSON line: messages and events received in the window
+// (from window, unix µs, for seconds), events per second of the window,
+// their latency in ms (mean, standard deviation, percentiles), clients that
+// got at least one message, errors by kind over the whole run (the raw CSV,
+// warm-up included, is the record).
+func summarize(results [][]sample, seconds float64, window int64) {
+	var latencies []float64
+	events := 0.0
+	errors := map[string]int{}
+	receiving := 0
+	for _, samples := range results {
+		got := false
+		for _, s := range samples {
+			inside := s.at >= window
+			switch {
+			case s.metric == "lab_latency":
+				got = true
+				if inside {
+					latencies = append(latencies, s.value)
+				}
+			case s.metric == "lab_ops" && inside:
+				events += s.value
+			case s.metric == "lab_errors":
+				errors[strings.TrimPrefix(s.extra, "kind=")]++
+			}
+		}
+		if got {
+			receiving++
+		}
+	}
+	sort.Float64s(latencies)
+	q := func(p float64) float64 {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))]
+	}
+	mean, sd := 0.0, 0.0
+	for _, v := range latencies {
+		mean += v
+	}
+	if len(latencies) > 0 {
+		mean /= float64(len(latencies))
+		for _, v := range latencies {
+			sd += (v - mean) * (v - mean)
+		}
+		if len(latencies) > 1 {
+			sd = math.Sqrt(sd / float64(len(latencies)-1))
+		}
+	}
+	total := 0
+	for _, n := range errors {
+		total += n
+	}
+	kinds, _ := json.Marshal(errors)
+	fmt.Printf("{\"messages\": %d, \"events\": %.0f, \"events_per_s\": %.1f, \"receiving_clients\": %d, "+
+		"\"errors\": %d, \"errors_by_kind\": %s, \"latency_ms\": {\"mean\": %.3f, \"sd\": %.3f, \"p50\": %.3f, "+
+		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d}\n",
+		len(latencies), events, events/seconds, receiving, total, kinds, mean, sd, q(0.5), q(0.95), q(0.99), q(1), window)
+}

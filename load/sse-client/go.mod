@@ -1,3 +1,0 @@
-module protolab/load/sse-client
-
-go 1.24

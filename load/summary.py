@@ -1,0 +1,97 @@
+"""The sweep's per-implementation summary: closed-model p50/p99 and
+throughput at 10, 100 and 1,000 clients, the open-model knee, CPU µs per
+request of the service and the database, peak RSS, and the generator's CPU
+in every run. One set of rows for the terminal (printed at the end of
+`make load`, saved in the result file) and for the report (report/load.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SHOWN_CLIENTS = (10, 100, 1000)
+CPU_AT = 100   # CPU per request is taken from this closed level (else the first valid run)
+
+
+def ms(us: float | None) -> str:
+    return "–" if us is None else f"{us / 1000:,.1f}" if us < 100_000 else f"{us / 1000:,.0f}"
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def _mb(b: float) -> str:
+    return f"{b / 2 ** 20:,.0f}" if b else "–"
+
+
+def concurrency(entry: dict[str, Any]) -> str:
+    conc = entry.get("concurrency", "")
+    return conc.get("model", "") if isinstance(conc, dict) else re.split(r"[:;]", conc)[0]
+
+
+def cells(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """One implementation's summary (strings, ready to print)."""
+    closed = {r["clients"]: r for r in entry.get("closed", [])}
+    out: dict[str, Any] = {"implementation": name, "concurrency": concurrency(entry)}
+    for n in SHOWN_CLIENTS:
+        r = closed.get(n)
+        if r is None:
+            out[n] = ("–", "–", "–")
+        elif "skipped" in r:
+            out[n] = ("–", "–", "skipped")
+        elif not r["valid"]:
+            out[n] = (f"({ms(r['latency_us']['p50'])})", f"({ms(r['latency_us']['p99'])})", "invalid")
+        else:
+            errors = sum(r["errors"].values())
+            out[n] = (ms(r["latency_us"]["p50"]), ms(r["latency_us"]["p99"]),
+                      f"{r['throughput_rps']:,.0f}" + (f" ({errors} err)" if errors else ""))
+    runs = [r for r in entry.get("closed", []) + entry.get("open", []) if "resources" in r]
+    valid = [r for r in runs if r.get("valid")]
+    at = closed.get(CPU_AT) if closed.get(CPU_AT, {}).get("valid") else (valid[0] if valid else None)
+    res = (at or {}).get("resources", {})
+    knee = entry.get("knee_rps")
+    out["knee"] = f"{knee:,}" if knee else ("not found" if "knee_rps" in entry else "–")
+    out["service_cpu_us"] = _num(res.get(name, {}).get("cpu_us_per_request"))
+    out["database_cpu_us"] = _num(res.get("database", {}).get("cpu_us_per_request"))
+    out["cpu_at"] = (f"{at['model']} {at['clients']}" + (f" @{at['rate']}/s" if at.get("rate") else "")) if at else "–"
+    out["service_rss_mb"] = _mb(max((r["resources"].get(name, {}).get("rss_peak_bytes", 0) for r in runs), default=0))
+    out["database_rss_mb"] = _mb(max((r["resources"].get("database", {}).get("rss_peak_bytes", 0) for r in runs),
+                                     default=0))
+    out["generator_cpu"] = " ".join(_generator(r) for r in runs) or "–"
+    out["seconds"] = entry.get("seconds")
+    return out
+
+
+def _generator(r: dict[str, Any]) -> str:
+    """A run's generator CPU (% of one core), named by the run: c100 = closed
+    100 clients, o250 = open 250 requests/s; * = invalid."""
+    tag = f"c{r['clients']}" if r["model"] == "closed" else f"o{r['rate']}"
+    return f"{tag}:{r['generator_cpu_percent']:.0f}" + ("" if r.get("valid") else "*")
+
+
+HEAD = (["implementation", "concurrency"]
+        + [f"{n} {what}" for n in SHOWN_CLIENTS for what in ("p50 ms", "p99 ms", "req/s")]
+        + ["knee req/s", "svc CPU µs/req", "db CPU µs/req", "svc peak RSS MB", "db peak RSS MB"])
+
+
+def row(c: dict[str, Any]) -> list[str]:
+    return ([c["implementation"], c["concurrency"]] + [v for n in SHOWN_CLIENTS for v in c[n]]
+            + [c["knee"], c["service_cpu_us"], c["database_cpu_us"], c["service_rss_mb"], c["database_rss_mb"]])
+
+
+def table(results: dict[str, Any]) -> str:
+    """The summary as plain text, one line per implementation, then each one's
+    generator CPU per run."""
+    all_cells = [cells(name, entry) for name, entry in results.items()]
+    rows = [HEAD[:1] + HEAD[2:]] + [row(c)[:1] + row(c)[2:] for c in all_cells]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True)))
+             for r in rows]
+    lines.append("(…): invalid run (the invalid-run rule), not the service's figure; CPU µs/req at "
+                 f"{CPU_AT} clients, else the first valid run. Generator CPU, % of one core, per run "
+                 "(cN: closed, N clients; oR: open, R requests/s; *: invalid):")
+    width = max(len(c["implementation"]) for c in all_cells)
+    lines += [f"  {c['implementation']:<{width}}  {c['generator_cpu']}" for c in all_cells]
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""The report's push section (report/push.py) from a small real result file:
+tests/data/push-quick.json is `python -m load.push --quick --impl
+sse/go_nethttp ws/go_gorilla` as measured on the lab's machine."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from report import push as push_report
+from report.page import Page, to_markdown
+
+RESULT = Path(__file__).parent / "data" / "push-quick.json"
+
+
+def render(results: Path) -> str:
+    page = Page("t")
+    push_report.section(page, results)
+    return to_markdown(page, results / "figs", "figs")
+
+
+def _row(text: str, *starts: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("| " + " | ".join(starts) + " |"))
+
+
+def test_missing_result_names_the_command(tmp_path):
+    assert "run `python -m load.push`" in render(tmp_path)
+
+
+def test_timeplus_and_pathan_beside_the_lab(tmp_path):
+    (tmp_path / "load").mkdir()
+    shutil.copy(RESULT, tmp_path / "load" / "push-latest.json")
+    data = json.loads(RESULT.read_text())
+    text = render(tmp_path)
+    rows = {(r["implementation"], r["scenario"], r["transport"], r["clients"], r["batch"]): r for r in data["rows"]}
+
+    # Test I and II: one row per implementation and transport, events/s (client / server CPU) per point
+    ws400 = rows[("ws/go_gorilla", "timeplus-batch", "ws", 10, 400)]
+    row = _row(text, "ws/go_gorilla", "WS")
+    assert f"{ws400['events_per_s'] / 1e6:.2f} M ({ws400['client_cpu_percent']:.0f} / " \
+           f"{ws400['server_cpu_percent']:.0f} %" in row
+    assert _row(text, "sse/go_nethttp", "SSE h2c") and _row(text, "sse/go_nethttp", "SSE h1")
+    assert "| offered |  | 10 k | 500 k | 4.00 M |" in text  # 10 subscriptions × batch × 1,000/s
+    for r in (r for r in data["rows"] if r["scenario"].startswith("timeplus")):  # a run's errors in its cell
+        mark = "*" if r["client_bound"] else ""
+        cell = (f"{push_report._eps(r['events_per_s'])}{mark} "
+                f"({r['client_cpu_percent']:.0f} / {r['server_cpu_percent']:.0f} %")
+        assert (cell + f", {r['errors']} err)" if r["errors"] else cell + ")") in text
+    # Timeplus's figures from its text, beside the lab's best
+    best_sse_b400 = max(r["events_per_s"] for k, r in rows.items() if k[1] == "timeplus-batch" and k[4] == 400
+                        and k[2].startswith("sse"))
+    assert f"| SSE, batch 400, 10 subscriptions | 3.00 M | {best_sse_b400 / 1e6:.2f} M |" in text
+    assert "M1 Pro" in text and "1 ms interval" in text and "h2c instead of HTTP/2 over TLS" in text
+
+    # Pathan: its Table 3 and 5 figures beside the lab's mean ± sd, p50, p99 and CPU at the same client count
+    ws100 = rows[("ws/go_gorilla", "pathan", "ws", 100, 1)]
+    lat = ws100["latency_ms"]
+    row = _row(text, "100", "WebSocket")
+    assert "| 0.57 ± 0.16 | 4.0 | ws/go_gorilla |" in row
+    assert f"| {lat['mean']:.2f} ± {lat['sd']:.2f} | {lat['p50']:.2f} | {lat['p99']:.2f} |" in row
+    assert f"| {ws100['server_cpu_percent']:.1f} |" in row
+    assert "| 16.78 ± 4.08 | 46.6 | sse/go_nethttp |" in _row(text, "100", "REST polling")
+    assert "| 3.56 ± 3.11 | 2.7 | sse/go_nethttp |" in _row(text, "10", "SSE")
+    start = data["context"]["push"]["load_average_start"][0]
+    assert f"load average was {start:.1f}" in text
