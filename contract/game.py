@@ -38,6 +38,11 @@ MAX_OFFSET = LIMITS["max_offset"]
 # default. A page of the dataset's 1,000 largest games is ~2.5 MB of JSON;
 # created games of up to 64 KiB each could make a page of 64 MB.
 MAX_RESPONSE_BYTES = LIMITS["max_response_bytes"]
+# The longest HTTP request target (path and query) the HTTP services take,
+# under every server's own limit (gunicorn's request line, raised to its
+# maximum of 8190 bytes; Node.js's 16 KiB of headers; Go's 1 MiB), so that the
+# contract's 414 is what a client meets first.
+MAX_URI_BYTES = LIMITS["max_uri_bytes"]
 
 
 def appid_of(game: dict[str, Any]) -> str:
@@ -66,6 +71,11 @@ def check_page(limit: Any, offset: Any) -> tuple[int, int]:
 def check_size(size: int) -> None:
     if size > MAX_REQUEST_BYTES:
         raise ResourceExhausted(f"request of {size} bytes exceeds the limit of {MAX_REQUEST_BYTES}")
+
+
+def check_uri_size(size: int) -> None:
+    if size > MAX_URI_BYTES:
+        raise ResourceExhausted(f"request target of {size} bytes exceeds the limit of {MAX_URI_BYTES}")
 
 
 def check_response_size(size: int) -> None:

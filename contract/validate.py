@@ -3,16 +3,21 @@ checked against them.
 
     rest_response_errors("GET", "/games/730", 200, "application/json", body)  # [] when valid
     ws_message_errors(message)
+    sse_event_errors("synthetic", data, "17")
+    soap_message_errors(envelope)
 
 openapi.yaml is OpenAPI 3.1, whose schemas are JSON Schema 2020-12: responses
 are checked with jsonschema against the operation's declared response (status,
 media type, body). The WebSocket messages are checked against
-ws-protocol.schema.json. Used by the tests (conformance, fuzzing), never by a
-service or inside a timed benchmark region.
+ws-protocol.schema.json (its push messages' payloads by push.schema.json), SSE
+events by push.schema.json, and SOAP envelopes by the XML Schema in
+games.wsdl's <types>, built by lxml (libxml2's XML Schema validator). Used
+by the tests (conformance, fuzzing), never by a service or inside a timed benchmark region.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from functools import cache
@@ -21,6 +26,7 @@ from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator
+from lxml import etree
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -29,6 +35,10 @@ OPENAPI_PATH = CONTRACT_DIR / "openapi.yaml"
 WS_SCHEMA_PATH = CONTRACT_DIR / "ws-protocol.schema.json"
 PUSH_SCHEMA_PATH = CONTRACT_DIR / "push.schema.json"
 GRAPHQL_SDL_PATH = CONTRACT_DIR / "schema.graphql"
+WSDL_PATH = CONTRACT_DIR / "games.wsdl"
+SOAP_ENV = "http://schemas.xmlsoap.org/soap/envelope/"
+_WSDL_NS = "http://schemas.xmlsoap.org/wsdl/"
+_XSD_NS = "http://www.w3.org/2001/XMLSchema"
 _OPENAPI_URI = "urn:protolab:openapi"
 
 
@@ -131,12 +141,45 @@ def _errors(pointer: str, document: Any) -> list[tuple[str, str]]:
 
 
 @cache
-def _ws_validator() -> Draft202012Validator:
+def push_schema() -> dict[str, Any]:
+    return json.loads(PUSH_SCHEMA_PATH.read_text())
+
+
+@cache
+def _push_registry() -> Registry:
     # ws-protocol.schema.json refers to push.schema.json (the feeds) and back, by $id.
-    push = json.loads(PUSH_SCHEMA_PATH.read_text())
-    registry = Registry().with_resources(
-        (schema["$id"], Resource(contents=schema, specification=DRAFT202012)) for schema in (ws_schema(), push))
-    return Draft202012Validator(ws_schema(), registry=registry)
+    return Registry().with_resources(
+        (schema["$id"], Resource(contents=schema, specification=DRAFT202012))
+        for schema in (ws_schema(), push_schema()))
+
+
+@cache
+def _ws_validator() -> Draft202012Validator:
+    return Draft202012Validator(ws_schema(), registry=_push_registry())
+
+
+@cache
+def _push_validator(definition: str) -> Draft202012Validator:
+    return Draft202012Validator({"$ref": f"{push_schema()['$id']}#/$defs/{definition}"}, registry=_push_registry())
+
+
+# An SSE event's name -> the push.schema.json definition of its data (push.md).
+SSE_EVENT_DATA = {"synthetic": "SyntheticMessage", "changes": "ChangeMessage", "end": "EndMessage",
+                  "error": "ErrorMessage"}
+
+
+def sse_event_errors(event: str, data: Any, event_id: str | None) -> list[str]:
+    """What is wrong with an SSE event by push.md and push.schema.json ([] when it
+    conforms): its name is a feed's, end or error; its data (the parsed data
+    lines) that name's payload; a feed's message carries an id (EventId)."""
+    definition = SSE_EVENT_DATA.get(event)
+    if definition is None:
+        return [f"event {event!r}: not one of {sorted(SSE_EVENT_DATA)}"]
+    problems = [f"{event} data{error.json_path[1:]}: {error.message[:200]}"
+                for error in _push_validator(definition).iter_errors(data)]
+    if event in push_schema()["$defs"]["Feed"]["enum"]:
+        problems += [f"{event} id: {error.message[:200]}" for error in _push_validator("EventId").iter_errors(event_id)]
+    return problems
 
 
 def ws_message_errors(message: str | bytes | dict[str, Any]) -> list[str]:
@@ -164,3 +207,51 @@ def graphql_schema() -> Any:
     schema = build_schema(GRAPHQL_SDL_PATH.read_text())
     assert_valid_schema(schema)
     return schema
+
+
+@cache
+def wsdl_schema() -> etree.XMLSchema:
+    """The XML Schema of games.wsdl's <types>, compiled by lxml (raises
+    XMLSchemaParseError on an invalid schema)."""
+    definitions = etree.parse(str(WSDL_PATH)).getroot()
+    types = definitions.find(f"{{{_WSDL_NS}}}types/{{{_XSD_NS}}}schema")
+    # A schema document of its own, declaring the prefixes its QName values use (tns:, xs:)
+    schema = etree.Element(types.tag, attrib=dict(types.attrib), nsmap={**definitions.nsmap, **types.nsmap})
+    schema.extend(copy.deepcopy(child) for child in types)
+    return etree.XMLSchema(schema)
+
+
+def soap_message_errors(envelope: bytes) -> list[str]:
+    """What is wrong with a SOAP 1.1 envelope by games.wsdl ([] when it conforms):
+    an Envelope whose Body holds one element, validated by the WSDL's XML
+    Schema; or a Fault with faultcode Client or Server (SOAP 1.1 dotted subcodes
+    allowed), a faultstring and the contract's code in <detail><code>."""
+    try:  # as a SOAP receiver reads it: entities declared are not fetched, nothing from the network
+        root = etree.fromstring(envelope, etree.XMLParser(resolve_entities=False, no_network=True))
+    except etree.XMLSyntaxError as exc:
+        return [f"not XML: {exc}"]
+    if root.tag != f"{{{SOAP_ENV}}}Envelope":
+        return [f"root element {root.tag!r}, not a SOAP 1.1 Envelope"]
+    body = root.find(f"{{{SOAP_ENV}}}Body")
+    parts = [] if body is None else [child for child in body if isinstance(child.tag, str)]
+    if len(parts) != 1:
+        return [f"the Body holds {len(parts)} elements, not one"]
+    part = parts[0]
+    if part.tag == f"{{{SOAP_ENV}}}Fault":
+        from contract.errors import ERRORS
+
+        faultcode = (part.findtext("faultcode") or "").split(":")[-1].split(".")[0]
+        problems = [] if faultcode in ("Client", "Server") else [f"faultcode {faultcode!r}"]
+        if part.find("faultstring") is None:
+            problems.append("a Fault without faultstring")
+        code = part.findtext("detail/code")
+        if code is not None and code not in ERRORS:  # spyne's own faults (schema validation) carry none
+            problems.append(f"detail code {code!r} not the contract's")
+        return problems
+    schema = wsdl_schema()
+    try:
+        if schema.validate(part):
+            return []
+    except etree.XMLSchemaValidateError as exc:  # libxml2 gives up, e.g. on an entity reference in a value
+        return [f"{etree.QName(part).localname}: not validated: {exc}"]
+    return [f"{etree.QName(part).localname}: {error.message[:200]}" for error in schema.error_log]

@@ -165,9 +165,9 @@ Fuzzer = Callable[[str], tuple[SearchStrategy, Execute, Callable[[], None]]]
 
 
 def _fuzzers() -> dict[str, Fuzzer]:
-    from fuzz import graphql_fuzz, grpc_fuzz, rest_fuzz, ws_fuzz  # they import this module's types
+    from fuzz import graphql_fuzz, grpc_fuzz, rest_fuzz, soap_fuzz, sse_fuzz, ws_fuzz  # they import this module
     return {"rest": rest_fuzz.fuzzer, "grpc": grpc_fuzz.fuzzer, "graphql": graphql_fuzz.fuzzer,
-            "ws": ws_fuzz.fuzzer}
+            "ws": ws_fuzz.fuzzer, "soap": soap_fuzz.fuzzer, "sse": sse_fuzz.fuzzer}
 
 
-PROTOCOLS = ("rest", "grpc", "graphql", "ws")  # those with a fuzzer
+PROTOCOLS = ("rest", "grpc", "graphql", "ws", "soap", "sse")  # those with a fuzzer

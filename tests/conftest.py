@@ -39,56 +39,18 @@ def fingerprint(lab: Lab) -> Callable[[], str]:
 
 
 
-# Every REST response and WebSocket reply the tests' clients receive is
-# checked against the contract (openapi.yaml, ws-protocol.schema.json) when
-# the test ends: only recorded during the test (a list append), validated
-# after it (benchmarks/ has no such hook, so nothing of it is ever timed).
-CHECKED: dict[str, int] = {"rest": 0, "ws": 0}
-_SEEN: dict[str, list] = {"rest": [], "ws": []}
-_HOOKED: set[int] = set()
-
-
-def _hook(client) -> None:
-    from clients.rest import RestClient
-    from clients.ws import WebSocketClient
-
-    if id(client) in _HOOKED:
-        return
-    _HOOKED.add(id(client))
-    if isinstance(client, RestClient):
-        client.session.hooks["response"].append(lambda response, *a, **k: _SEEN["rest"].append(response))
-    elif isinstance(client, WebSocketClient):
-        receive = client.ws.receive
-
-        def receiving(*args, **kwargs):
-            message = receive(*args, **kwargs)
-            if message is not None:
-                _SEEN["ws"].append(message)
-            return message
-        client.ws.receive = receiving
-
-
+# Every message the tests' clients receive is checked against the contract
+# files when the test ends (tests/watched.py).
 @pytest.fixture
 def client_of(client_of):
-    from contract.validate import rest_response_errors, ws_message_errors
+    import watched
 
-    for seen in _SEEN.values():
-        seen.clear()
+    watched.clear()
 
     def get(name: str):
-        client = client_of(name)
-        _hook(client)
-        return client
+        return watched.watch(client_of(name))
     yield get
-    problems = []
-    for response in _SEEN["rest"]:
-        path = response.request.path_url.split("?")[0]
-        problems += rest_response_errors(response.request.method, path, response.status_code,
-                                         response.headers.get("Content-Type"), response.content)
-    for message in _SEEN["ws"]:
-        problems += ws_message_errors(message)
-    CHECKED["rest"] += len(_SEEN["rest"])
-    CHECKED["ws"] += len(_SEEN["ws"])
+    problems = watched.checked()
     assert problems == [], f"{len(problems)} message(s) outside the contract:\n" + "\n".join(problems[:20])
 
 
@@ -98,7 +60,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(
             f"fuzz: {tally.implementation:<28} cases {tally.cases:>6}  failures {len(tally.failures):>3}  "
             f"5xx/internal {tally.server_errors}  acknowledged writes {tally.acknowledged_writes}")
+    from watched import CHECKED
     if any(CHECKED.values()):
         terminalreporter.write_line(
             f"contract: {CHECKED['rest']} REST responses checked against openapi.yaml, "
-            f"{CHECKED['ws']} WebSocket replies against ws-protocol.schema.json")
+            f"{CHECKED['ws']} WebSocket replies and push messages against ws-protocol.schema.json, "
+            f"{CHECKED['socketio']} socket.io and {CHECKED['sse']} SSE push messages against push.schema.json, "
+            f"{CHECKED['soap']} SOAP exchanges against games.wsdl's XML Schema")

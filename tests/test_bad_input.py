@@ -9,15 +9,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import requests
 from expect import expect
+from lxml import etree
 
+from clients.soap import SOAP_ENV
 from contract.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,
     RESOURCE_EXHAUSTED,
 )
-from contract.game import MAX_REQUEST_BYTES
+from contract.game import MAX_REQUEST_BYTES, MAX_URI_BYTES
 from contract.grpc_codec import game_to_message
+from contract.validate import rest_response_errors
 from lab import dataset
 from lab.registry import discover
 from lab.testing import IMPLEMENTATIONS
@@ -188,6 +192,21 @@ def test_soap_raw_xml(served, case, body):
     expect(protocol, INVALID_ARGUMENT, client.send_raw, "create", body)
 
 
+def test_soap_action_that_does_not_name_the_operation_is_a_client_fault(served, seeded):
+    """SOAPAction must be the called operation's (WS-I BP R2744): a "get" under a
+    "delete" action (or the reverse) is refused, and deletes nothing (served checks)."""
+    impl, protocol, client = served
+    if protocol != "soap":
+        pytest.skip("SOAP envelopes")
+    known = dataset.documents(seeded[:1])[0]["_id"]
+    for action, call in (("delete", "get"), ("get", "delete"), ("nope", "health")):
+        body = SOAP_ENVELOPE.format(f"<g:{call}><g:id>{known}</g:id></g:{call}>" if call != "health"
+                                    else "<g:health/>").encode()
+        expect(protocol, INVALID_ARGUMENT, client.send_raw, action, body)
+    assert b"getResponse" in client.send_raw("get", SOAP_ENVELOPE.format(
+        f"<g:get><g:id>{known}</g:id></g:get>").encode())
+
+
 def test_operator_lookalike_strings_are_stored_literally(served, lab):
     """A string that looks like an operator is data, not a query."""
     impl, protocol, client = served
@@ -228,3 +247,87 @@ def _read_response(reader: Any) -> tuple[int, bytes]:
         if name.lower() == "content-length":
             length = int(value)
     return status, reader.read(length)
+
+
+REST = [impl.name for impl in discover() if impl.protocol == "rest"]
+# The other HTTP services gunicorn serves (its request-line limit is theirs too).
+GUNICORN_HTTP = [impl.name for impl in discover()
+                 if impl.language == "python" and impl.protocol in ("graphql", "soap")]
+
+
+@pytest.mark.parametrize("impl", REST)
+def test_rest_repeated_query_parameter_is_invalid(impl, lab, seeded, fingerprint):
+    """GET /games?limit=5&limit=6 names two pages: the contract's 400, not a guess."""
+    endpoint = lab.endpoints[impl]
+    before = fingerprint()
+    for query in ("limit=5&limit=6", "offset=0&offset=1", "limit=5&limit=5", "limit=5&offset=1&limit=6"):
+        response = requests.get(f"{endpoint}/games?{query}", timeout=10)
+        assert response.status_code == 400, (query, response.status_code, response.text[:200])
+        assert response.json()["error"]["code"] == INVALID_ARGUMENT, query
+        assert rest_response_errors("GET", "/games", 400, response.headers.get("Content-Type"),
+                                    response.content) == []
+    page = requests.get(f"{endpoint}/games?limit=5&offset=1", timeout=10)
+    assert page.status_code == 200 and len(page.json()) == 5
+    assert fingerprint() == before
+
+
+def _uri_probe(impl: str, endpoint: str, length: int) -> requests.Response:
+    """A request of `impl`'s protocol whose request target is exactly `length` bytes."""
+    url = urlsplit(endpoint)
+    if PROTOCOL[impl] == "rest":  # an id that is no id: 400 when within the limit
+        target = "/games/"
+        target += "9" * (length - len(target))
+        return requests.get(f"{url.scheme}://{url.netloc}{target}", timeout=10)
+    if PROTOCOL[impl] == "graphql":
+        target = f"{url.path}?query=%7Bhealth%7D&pad="
+        target += "x" * (length - len(target))
+        return requests.get(f"{url.scheme}://{url.netloc}{target}", timeout=10,
+                            headers={"Accept": "application/json"})
+    target = f"{url.path}?pad="
+    target += "x" * (length - len(target))
+    envelope = (f'<soap:Envelope xmlns:soap="{SOAP_ENV}" xmlns:g="urn:protolab:games">'
+                "<soap:Body><g:health/></soap:Body></soap:Envelope>")
+    return requests.post(f"{url.scheme}://{url.netloc}{target}", data=envelope, timeout=10,
+                         headers={"Content-Type": "text/xml; charset=utf-8", "SOAPAction": '"health"'})
+
+
+def _contract_code(impl: str, response: requests.Response) -> str | None:
+    """The contract's code an error response carries, in the protocol's own terms (None: none)."""
+    if PROTOCOL[impl] == "soap":
+        fault = etree.fromstring(response.content).find(f".//{{{SOAP_ENV}}}Fault")
+        return None if fault is None else fault.findtext("detail/code")
+    body = response.json()
+    if PROTOCOL[impl] == "graphql":
+        return (body.get("errors") or [{}])[0].get("extensions", {}).get("code")
+    return body["error"]["code"] if "error" in body else None
+
+
+@pytest.mark.parametrize("impl", REST + GUNICORN_HTTP)
+def test_a_request_target_over_max_uri_bytes_is_the_contracts_error(impl, lab, seeded, fingerprint):
+    """Over max_uri_bytes the service answers in the contract's terms (REST and
+    GraphQL: 414 with their JSON error; SOAP: a Client Fault), also well past it
+    (where gunicorn's default limit would answer its own HTML page); at the
+    limit it is not refused for its length. The service keeps serving."""
+    endpoint = lab.endpoints[impl]
+    before = fingerprint()
+    at_limit = _uri_probe(impl, endpoint, MAX_URI_BYTES)
+    assert at_limit.status_code != 414 and _contract_code(impl, at_limit) != RESOURCE_EXHAUSTED, at_limit.text[:300]
+    for length in (MAX_URI_BYTES + 1, 2 * MAX_URI_BYTES - 200):
+        response = _uri_probe(impl, endpoint, length)
+        media = response.headers.get("Content-Type", "").split(";")[0]
+        assert _contract_code(impl, response) == RESOURCE_EXHAUSTED, (length, response.status_code,
+                                                                     response.text[:300])
+        if PROTOCOL[impl] == "soap":  # SOAP 1.1 answers every Fault with 500
+            assert (response.status_code, media) == (500, "text/xml")
+            assert fault_code(response.content) == "Client"
+        else:
+            assert response.status_code == 414 and media.startswith("application/"), length
+        if PROTOCOL[impl] == "rest":
+            assert rest_response_errors("GET", "/games/9", 414, response.headers.get("Content-Type"),
+                                        response.content) == []
+    assert _uri_probe(impl, endpoint, 100).status_code in (200, 400)  # still serving
+    assert fingerprint() == before
+
+
+def fault_code(body: bytes) -> str:
+    return (etree.fromstring(body).findtext(f".//{{{SOAP_ENV}}}Fault/faultcode") or "").split(":")[-1]

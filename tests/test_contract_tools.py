@@ -113,3 +113,54 @@ def test_real_games_validate_and_a_wrong_one_does_not():
     assert rest_response_errors("GET", "/games/730", 200, "application/json", wrong)
     assert rest_response_errors("GET", "/games/730", 418, "application/json", body)
     assert ws_message_errors({"request_id": 1, "result": {**game, "is_dead": "no"}})
+
+
+def test_push_messages_validate_and_wrong_ones_do_not():
+    """SSE events by push.schema.json, as the push tests check every one they receive."""
+    from contract.validate import sse_event_errors
+    from services.common.feeds import PUSH
+
+    event = [1763890123456789012, *PUSH["synthetic_event"][1:]]
+    game = {"id": "730", **dataset.games()[0]}
+    assert sse_event_errors("synthetic", [event, event], "17") == []
+    assert sse_event_errors("changes", {"type": "updated", "id": "730", "game": game}, "8263abc") == []
+    assert sse_event_errors("changes", {"type": "deleted", "id": "730", "game": None}, "8263abd") == []
+    assert sse_event_errors("end", {"sent": 20}, None) == []
+    assert sse_event_errors("error", {"code": "UNAVAILABLE", "message": "gone"}, None) == []
+    assert sse_event_errors("synthetic", [event[:11]], "1")  # an event short of a field
+    assert sse_event_errors("synthetic", [[event[0], *event[1:-1], "changed"]], "1")  # a field not the contract's
+    assert sse_event_errors("synthetic", [event], None)  # no id
+    assert sse_event_errors("changes", {"type": "renamed", "id": "730", "game": None}, "1")
+    assert sse_event_errors("changes", {"type": "updated", "id": "730", "game": {**game, "extra": 1}}, "1")
+    assert sse_event_errors("end", {"sent": -1}, None)
+    assert sse_event_errors("error", {"code": "TEAPOT", "message": ""}, None)
+    assert sse_event_errors("message", {}, None)  # no such event
+    push = {"event": "synthetic", "id": "1", "data": [event]}
+    assert ws_message_errors(push) == []
+    assert ws_message_errors({**push, "data": [event[:3]]})
+    assert ws_message_errors({"event": "end", "feed": "synthetic", "data": {"sent": "3"}})
+
+
+ENVELOPE = ('<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" '
+            'xmlns:g="urn:protolab:games"><soap:Body>{}</soap:Body></soap:Envelope>')
+
+
+def test_soap_messages_validate_by_the_wsdls_schema_and_wrong_ones_do_not():
+    """games.wsdl's XML Schema, compiled by lxml, as the conformance suite checks
+    every SOAP exchange; it can refuse."""
+    from contract.validate import soap_message_errors, wsdl_schema
+
+    assert wsdl_schema() is not None
+    ok = ENVELOPE.format("<g:list><g:limit>5</g:limit><g:offset>0</g:offset></g:list>").encode()
+    assert soap_message_errors(ok) == []
+    assert soap_message_errors(ENVELOPE.format("<g:get><g:id>730</g:id></g:get>").encode()) == []
+    fault = ("<soap:Fault><faultcode>soap:Client</faultcode><faultstring>no</faultstring>"
+             "<detail><code>NOT_FOUND</code></detail></soap:Fault>")
+    assert soap_message_errors(ENVELOPE.format(fault).encode()) == []
+    assert soap_message_errors(ok.replace(b">5<", b">five<"))  # wrong type
+    assert soap_message_errors(ENVELOPE.format("<g:get></g:get>").encode())  # missing element
+    assert soap_message_errors(ENVELOPE.format("<g:get><g:id>1</g:id><g:x/></g:get>").encode())  # unknown one
+    assert soap_message_errors(ENVELOPE.format("<g:steal/>").encode())  # no such operation
+    assert soap_message_errors(ok[:-20])  # malformed XML
+    assert soap_message_errors(ENVELOPE.format(fault.replace("NOT_FOUND", "OOPS")).encode())
+    assert soap_message_errors(ENVELOPE.format(fault.replace("soap:Client", "soap:Teapot")).encode())

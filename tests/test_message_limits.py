@@ -41,19 +41,7 @@ def large_games(lab):
     yield count, len(dumps(big).encode())
 
 
-LANGUAGE = {impl.name: impl.language for impl in discover()}
-
-
-PROTOCOL_OF = {impl.name: impl.protocol for impl in discover()}
-NOT_YET = pytest.mark.xfail(
-    reason="max_response_bytes (new in contract.json) not enforced by this implementation yet", strict=False)
-
-
-@pytest.mark.parametrize("impl", [
-    pytest.param(p.values[0], marks=[*p.marks, *(
-        () if LANGUAGE.get(p.values[0]) == "python" and PROTOCOL_OF.get(p.values[0]) != "soap" else (NOT_YET,))],
-        id=p.id)
-    for p in IMPLEMENTATIONS])
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_a_page_over_the_response_limit_is_resource_exhausted(impl, client_of, large_games):
     count, size = large_games
     client = client_of(impl)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import watched
 
 from clients.sse import SseClient
 from contract.errors import INVALID_ARGUMENT, ContractError
@@ -21,10 +22,24 @@ PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 EVENT = PUSH["synthetic_event"]
 
 
+@pytest.fixture(autouse=True)
+def contract_checked():
+    """Every message the test's clients receive (opened by _client) is checked
+    against the contract afterwards (tests/watched.py)."""
+    watched.clear()
+    yield
+    problems = watched.checked()
+    assert problems == [], f"{len(problems)} message(s) outside the contract:\n" + "\n".join(problems[:20])
+
+
+def _client(lab, name):
+    return watched.watch(lab.client(name))
+
+
 @pytest.fixture
 def push_client(request, lab):
     """A fresh client of the implementation (a subscription holds its connection)."""
-    client = lab.client(request.param)
+    client = _client(lab, request.param)
     yield client
     client.close()
 
@@ -84,7 +99,7 @@ def test_changes_feed_carries_every_writers_changes_and_resumes(push_client, lab
     """Changes made through another implementation's CRUD (another process) arrive
     in order as created/updated/deleted; resuming after the first id replays the rest."""
     writer_name = next(i.name for i in lab.implementations if i.serves("create", "update", "delete"))
-    writer = lab.client(writer_name)
+    writer = _client(lab, writer_name)
     try:
         with push_client.subscribe("changes") as stream:
             created = writer.create(seeded[0])
@@ -149,7 +164,7 @@ def test_malformed_subscription_gets_invalid_argument_and_server_keeps_serving(p
 def test_sse_raw_requests_get_the_contracts_errors(impl, lab):
     if PROTOCOL[impl] != "sse":
         pytest.skip(f"{impl} is not an SSE implementation")
-    client = lab.client(impl)
+    client = _client(lab, impl)
     try:
         for query in ("feed=synthetic&feed=changes", "feed=synthetic&batch=%ff", "feed", "feed=synthetic&count=1e3"):
             with pytest.raises(ContractError) as raised:
@@ -167,7 +182,7 @@ def test_sse_raw_requests_get_the_contracts_errors(impl, lab):
 def test_sse_over_http2_cleartext(impl, lab):
     if PROTOCOL[impl] != "sse":
         pytest.skip(f"{impl} is not an SSE implementation")
-    client = SseClient(lab.endpoints[impl], http2=True)
+    client = watched.watch(SseClient(lab.endpoints[impl], http2=True))
     try:
         with client.subscribe("synthetic", batch=2, rate=0, count=5) as stream:
             assert stream.http_version == "HTTP/2"
@@ -184,7 +199,7 @@ def test_sse_over_http2_cleartext(impl, lab):
 def test_websocket_unsubscribe_stops_the_feed(impl, lab):
     if PROTOCOL[impl] != "ws":
         pytest.skip(f"{impl} is not a WebSocket implementation")
-    client = lab.client(impl)
+    client = _client(lab, impl)
     try:
         stream = client.subscribe("synthetic", rate=100)
         first = next(iter(stream))
@@ -213,7 +228,7 @@ def test_echo_returns_the_payload_to_its_sender(impl, client_of):
 
 @pytest.mark.parametrize("impl", implementations("broadcast"))
 def test_broadcast_reaches_every_other_connection(impl, lab):
-    sender, first, second = (lab.client(impl) for _ in range(3))
+    sender, first, second = (_client(lab, impl) for _ in range(3))
     try:
         payload = {"sent_us": time.time_ns() // 1000, "text": "to all"}  # within 2^53 (see echo)
         result = sender.broadcast(payload)
@@ -231,7 +246,7 @@ def test_broadcast_reaches_every_other_connection(impl, lab):
 def test_subscribing_does_not_change_stored_data(lab, seeded, fingerprint):
     before = fingerprint()
     for impl in (i for i in lab.implementations if i.serves("subscribe")):
-        client = lab.client(impl.name)
+        client = _client(lab, impl.name)
         try:
             with pytest.raises(ContractError):
                 client.subscribe("changes", last_event_id="00ABCDEF").close()

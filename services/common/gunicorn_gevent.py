@@ -19,6 +19,9 @@ worker_class = "gevent"
 worker_connections = int(os.environ.get("LAB_CONNECTIONS", "4096"))
 backlog = 4096
 keepalive = 75
+# gunicorn's maximum request line (default 4094), so that the contract's own
+# max_uri_bytes (4096, answered by the app in the protocol's terms) is met first.
+limit_request_line = 8190
 timeout = 60
 graceful_timeout = 5
 accesslog = None

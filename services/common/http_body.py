@@ -16,6 +16,15 @@ DRAIN_LIMIT = 16 * MAX_REQUEST_BYTES  # beyond this, the server may close the co
 CHUNK = 64 * 1024
 
 
+def request_target_bytes(environ: dict) -> int:
+    """The length in bytes of the request target (path and query) as the client sent it."""
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")  # gunicorn's / other servers', undecoded
+    if raw is None:  # WSGI strings are bytes read as latin-1
+        query = environ.get("QUERY_STRING", "")
+        raw = environ.get("PATH_INFO", "") + ("?" + query if query else "")
+    return len(raw.encode("latin-1", "replace"))
+
+
 def read_body(request: Request) -> bytes:
     stream = request.stream
     declared = request.content_length

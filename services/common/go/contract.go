@@ -36,6 +36,7 @@ type Limits struct {
 	MaxOffset        int `json:"max_offset"`
 	MaxFrameBytes    int `json:"max_frame_bytes"`
 	MaxResponseBytes int `json:"max_response_bytes"`
+	MaxURIBytes      int `json:"max_uri_bytes"`
 }
 
 // ErrorRow is one row of the error table: the code's spelling per protocol.

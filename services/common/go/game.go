@@ -43,6 +43,14 @@ func (c *Contract) CheckSize(size int) error {
 	return nil
 }
 
+// CheckURISize refuses an HTTP request target (path and query) over max_uri_bytes.
+func (c *Contract) CheckURISize(size int) error {
+	if c.Limits.MaxURIBytes > 0 && size > c.Limits.MaxURIBytes {
+		return Errorf(ResourceExhausted, "request target of %d bytes exceeds the limit of %d", size, c.Limits.MaxURIBytes)
+	}
+	return nil
+}
+
 // CheckResponseSize refuses an answer over max_response_bytes (a page of
 // large games: the caller asks for fewer).
 func (c *Contract) CheckResponseSize(size int) error {

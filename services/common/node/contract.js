@@ -15,6 +15,8 @@ export const LANGUAGE_DETAIL_FIELDS = CONTRACT.language_detail_fields;
 export const LIMITS = CONTRACT.limits;
 export const ERRORS = CONTRACT.errors; // code -> {http, grpc, meaning}
 export const MAX_REQUEST_BYTES = LIMITS.max_request_bytes;
+export const MAX_RESPONSE_BYTES = LIMITS.max_response_bytes;
+export const MAX_URI_BYTES = LIMITS.max_uri_bytes;
 export const MAX_LIST_LIMIT = LIMITS.max_list_limit;
 export const DEFAULT_LIST_LIMIT = LIMITS.default_list_limit;
 export const MAX_OFFSET = LIMITS.max_offset;
@@ -157,6 +159,29 @@ export function checkSize(size) {
     throw new ContractError('RESOURCE_EXHAUSTED',
       `request of ${size} bytes exceeds the limit of ${MAX_REQUEST_BYTES}`);
   }
+}
+
+// An HTTP request target (path and query) over max_uri_bytes.
+export function checkUriSize(size) {
+  if (size > MAX_URI_BYTES) {
+    throw new ContractError('RESOURCE_EXHAUSTED', `request target of ${size} bytes exceeds the limit of ${MAX_URI_BYTES}`);
+  }
+}
+
+// An answer over max_response_bytes (a page of large games) is RESOURCE_EXHAUSTED,
+// as contract/game.py check_response_size says it.
+export function checkResponseSize(size) {
+  if (size > MAX_RESPONSE_BYTES) {
+    throw new ContractError('RESOURCE_EXHAUSTED',
+      `the answer would be ${size} bytes, over the limit of ${MAX_RESPONSE_BYTES}: ask for fewer games`);
+  }
+}
+
+// The answer's text when it is within max_response_bytes; throws RESOURCE_EXHAUSTED when not.
+export function sized(text) {
+  // A string of n UTF-16 units is at most 3n bytes of UTF-8: most answers skip the count.
+  if (text.length * 3 > MAX_RESPONSE_BYTES) checkResponseSize(Buffer.byteLength(text));
+  return text;
 }
 
 // A caught exception as the contract's error: a ContractError as it is,

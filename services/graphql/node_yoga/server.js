@@ -14,7 +14,9 @@ import { fileURLToPath } from 'node:url';
 import { GraphQLError, getOperationAST, parse as parseDocument } from 'graphql';
 import { createSchema, createYoga } from 'graphql-yoga';
 import { readBody } from '../../common/node/body.js';
-import { ContractError, ERRORS, asContractError, invalid } from '../../common/node/contract.js';
+import {
+  ContractError, ERRORS, asContractError, checkResponseSize, invalid,
+} from '../../common/node/contract.js';
 import { HOST, PORT, noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
@@ -208,7 +210,14 @@ async function graphql(req, res) {
   }
   const response = await yoga.fetch(URL_OF_GRAPHQL, { method: 'POST', headers: JSON_HEADERS }, { params: request });
   const text = await response.text();
-  res.writeHead(response.status, { 'Content-Type': mediaType(req) ?? JSON_TYPE, 'Content-Length': Buffer.byteLength(text) });
+  const size = Buffer.byteLength(text);
+  try {
+    checkResponseSize(size); // as python_graphene: the whole answer over the limit is RESOURCE_EXHAUSTED
+  } catch (err) {
+    fail(res, err.code, err.message);
+    return;
+  }
+  res.writeHead(response.status, { 'Content-Type': mediaType(req) ?? JSON_TYPE, 'Content-Length': size });
   res.end(text);
 }
 

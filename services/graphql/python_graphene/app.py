@@ -23,8 +23,8 @@ from werkzeug.exceptions import HTTPException
 
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, HTTP_STATUS, INVALID_ARGUMENT, ContractError
-from contract.game import check_response_size
-from services.common.http_body import read_body
+from contract.game import check_response_size, check_uri_size
+from services.common.http_body import read_body, request_target_bytes
 from services.common.store import Store
 from services.graphql.python_graphene.schema import schema
 
@@ -62,6 +62,16 @@ def _respond(body: dict[str, Any], status: int, **headers: str) -> Response:
 def _fail(code: str, message: str, status: int | None = None, **headers: str) -> Response:
     return _respond({"errors": [{"message": message, "extensions": {"code": code}}]},
                     status or HTTP_STATUS[code], **headers)
+
+
+@app.before_request
+def uri_limit() -> Response | None:
+    """A request target over max_uri_bytes (a long GET query) is the contract's 414."""
+    try:
+        check_uri_size(request_target_bytes(request.environ))
+    except ContractError as exc:
+        return _fail(exc.code, exc.message, 414)
+    return None
 
 
 @app.errorhandler(HTTPException)

@@ -23,7 +23,7 @@ func main() {
 	contract, store := common.Setup()
 	defer store.Close()
 	s := &service{contract: contract, store: store}
-	common.ServeHTTP(s.routes())
+	common.ServeHTTP(s.uriLimit(s.routes()))
 }
 
 func (s *service) routes() *http.ServeMux {
@@ -36,6 +36,18 @@ func (s *service) routes() *http.ServeMux {
 	mux.HandleFunc("DELETE /games/{id}", s.delete)
 	mux.HandleFunc("/", s.unrouted)
 	return mux
+}
+
+// uriLimit answers a request target over max_uri_bytes with the contract's 414.
+func (s *service) uriLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.contract.CheckURISize(len(r.RequestURI)); err != nil {
+			e := common.AsError(err)
+			s.failWith(w, http.StatusRequestURITooLong, e.Code, e.Message)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *service) reply(w http.ResponseWriter, status int, body any) {
@@ -111,6 +123,9 @@ func intArg(r *http.Request, name string, def int64) (int64, error) {
 	values, present := r.URL.Query()[name]
 	if !present || len(values) == 0 {
 		return def, nil
+	}
+	if len(values) > 1 { // which one counts is not for a server to guess
+		return 0, common.Errorf(common.InvalidArgument, "query parameter '%s' given %d times: at most once", name, len(values))
 	}
 	raw := values[0]
 	if raw == "" || strings.Trim(raw, "0123456789") != "" {

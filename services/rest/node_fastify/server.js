@@ -2,7 +2,7 @@
 import Fastify from 'fastify';
 import { readBody } from '../../common/node/body.js';
 import {
-  CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, invalid,
+  CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, checkUriSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { BACKLOG, HOST, PORT, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
@@ -29,7 +29,7 @@ app.addContentTypeParser('*', (request, payload, done) => {
   readBody(payload, declared).then((body) => done(null, body), (err) => done(null, new RejectedBody(err)));
 });
 
-const send = (reply, status, body) => reply.code(status).type('application/json').send(dumps(body));
+const send = (reply, status, body) => reply.code(status).type('application/json').send(sized(dumps(body)));
 const fail = (reply, err) => {
   if (!(err instanceof ContractError)) console.error(err);
   const e = asContractError(err);
@@ -55,11 +55,25 @@ function body(request) {
 // A query parameter: absent -> the default; else ASCII digits only.
 function intArg(request, name, fallback) {
   let raw = request.query[name];
-  if (Array.isArray(raw)) [raw] = raw; // the first, as Flask's request.args.get
+  if (Array.isArray(raw)) { // which one counts is not for a server to guess
+    throw invalid(`query parameter '${name}' given ${raw.length} times: at most once`);
+  }
   if (raw === undefined) return fallback;
   if (!/^[0-9]+$/.test(raw)) throw invalid(`query parameter '${name}' must be a non-negative integer`);
   return Number(raw);
 }
+
+// A request target over max_uri_bytes: the contract's 414 (Node's own limit,
+// 16 KiB of headers, lies above it).
+app.addHook('onRequest', async (request, reply) => {
+  try {
+    checkUriSize(Buffer.byteLength(request.raw.url));
+  } catch (err) {
+    reply.code(414).type('application/json').send(dumps({ error: { code: err.code, message: err.message } }));
+    return reply;
+  }
+  return undefined;
+});
 
 app.get('/health', async (request, reply) => {
   await store.health();

@@ -16,8 +16,8 @@ from contract.errors import (
     ContractError,
     InvalidArgument,
 )
-from contract.game import DEFAULT_LIST_LIMIT, check_response_size
-from services.common.http_body import read_body
+from contract.game import DEFAULT_LIST_LIMIT, check_response_size, check_uri_size
+from services.common.http_body import read_body, request_target_bytes
 from services.common.store import Store
 
 app = Flask(__name__)
@@ -46,15 +46,29 @@ def _body() -> Any:
 
 
 def _int_arg(name: str, default: int) -> int:
-    raw = request.args.get(name)
-    if raw is None:
+    values = request.args.getlist(name)
+    if not values:
         return default
+    if len(values) > 1:  # which one counts is not for a server to guess
+        raise InvalidArgument(f"query parameter {name!r} given {len(values)} times: at most once")
+    raw = values[0]
     # ASCII digits only: str.isdigit() also takes "²" (which int() refuses: a
     # 500) and "５"; and at most 19 of them, so int() never meets a huge string.
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 19):
         raise InvalidArgument(f"query parameter {name!r} must be a non-negative integer "
                               "(at most 19 ASCII digits)")
     return int(raw)
+
+
+@app.before_request
+def uri_limit() -> Response | None:
+    """A request target over max_uri_bytes is the contract's 414 (gunicorn's own
+    limit on the request line, raised to its maximum, lies above it)."""
+    try:
+        check_uri_size(request_target_bytes(request.environ))
+    except ContractError as exc:
+        return _error(exc.code, exc.message, 414)
+    return None
 
 
 @app.errorhandler(ContractError)

@@ -15,8 +15,9 @@ from spyne import Application, Array, Boolean, ComplexModel, Fault, Integer, Ite
 from spyne.protocol.soap import Soap11
 from spyne.server.wsgi import WsgiApplication
 
-from contract.errors import CONTRACT, ERRORS, INTERNAL, ContractError, InvalidArgument
-from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, check_size
+from contract.errors import CONTRACT, ERRORS, INTERNAL, ContractError, InvalidArgument, ResourceExhausted
+from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, check_size, check_uri_size
+from services.common.http_body import request_target_bytes
 from services.common.store import Store
 
 NAMESPACE = "urn:protolab:games"
@@ -125,28 +126,72 @@ class Games(ServiceBase):
 
 soap = Application([Games], tns=NAMESPACE, name="Games",
                    in_protocol=Soap11(validator="lxml"), out_protocol=Soap11())
+
+
+def _check_soap_action(ctx: Any) -> None:
+    """The SOAPAction header must name the operation the Body calls: its
+    soapAction in games.wsdl, quoted (WS-I Basic Profile R2744; unquoted is
+    taken too). Another, or none, is the client's fault: an action that says
+    "delete" over a Body that says "get" is not guessed at."""
+    action = (ctx.transport.req_env.get("HTTP_SOAPACTION") or "").strip()
+    operation = (ctx.method_request_string or "").rsplit("}", 1)[-1]
+    if action.strip('"') != operation:
+        raise ContractFault(InvalidArgument(
+            f"SOAPAction {action or 'missing'!r} does not name the operation called, {operation!r} "
+            f'(expected SOAPAction: "{operation}")'))
+
+
+soap.event_manager.add_listener("method_call", _check_soap_action)
 wsgi = WsgiApplication(soap, max_content_length=MAX_REQUEST_BYTES)
 
 
 def app(environ: dict[str, Any], start_response: Any) -> Any:
     """The spyne WSGI app behind the contract's request limit (a Client fault
-    with RESOURCE_EXHAUSTED, after reading the body so the connection stays usable)."""
+    with RESOURCE_EXHAUSTED, after reading the body so the connection stays usable;
+    likewise a request target over max_uri_bytes)."""
     length = int(environ.get("CONTENT_LENGTH") or 0)
     if length > MAX_REQUEST_BYTES:
         stream = environ["wsgi.input"]
         left = min(length, 16 * MAX_REQUEST_BYTES)
         while left > 0 and (chunk := stream.read(min(65536, left))):
             left -= len(chunk)
-        try:
-            check_size(length)
-        except ContractError as exc:
-            return _fault(start_response, "Client", exc.message, exc.code)
     try:
-        return wsgi(environ, start_response)
+        check_uri_size(request_target_bytes(environ))
+        check_size(length)
+    except ContractError as exc:
+        return _fault(start_response, "Client", exc.message, exc.code)
+    try:
+        return _within_response_limit(environ, start_response)
     except Exception as exc:
         # spyne 2.14 fails on some envelopes (no Body child, undecodable bytes)
         # before it answers: the request's fault, said as the contract's.
         return _fault(start_response, "Client", f"malformed SOAP request: {exc!r}", "INVALID_ARGUMENT")
+
+
+def _within_response_limit(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """spyne's answer, or a Client fault with RESOURCE_EXHAUSTED when it would
+    exceed max_response_bytes (a page of large games): counted as spyne yields
+    it, given up at the first byte over."""
+    answer: list[Any] = []
+
+    def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        answer[:] = [status, headers]
+        return lambda data: None  # spyne never calls write()
+
+    chunks, size = [], 0
+    result = wsgi(environ, capture)
+    try:
+        for chunk in result:
+            size += len(chunk)
+            chunks.append(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                exc = ResourceExhausted(f"the answer exceeds the limit of {MAX_RESPONSE_BYTES} bytes: "
+                                        "ask for fewer games")
+                return _fault(start_response, "Client", exc.message, exc.code)
+    finally:
+        getattr(result, "close", lambda: None)()
+    start_response(*answer)
+    return chunks
 
 
 def _fault(start_response: Any, faultcode: str, message: str, code: str) -> list[bytes]:

@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import { Server } from 'socket.io';
 import { Decoder, Encoder } from 'socket.io-parser';
 import {
-  ContractError, MAX_FRAME_BYTES, asContractError, checkSize, invalid,
+  ContractError, MAX_FRAME_BYTES, asContractError, checkSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { healthHandler } from '../../common/node/health.js';
 import { noDelay, listen, onStop } from '../../common/node/env.js';
@@ -127,13 +127,17 @@ io.on('connection', (socket) => {
     const size = sizes.shift() ?? 0;
     const ack = typeof args.at(-1) === 'function' ? args.pop() : null;
     // Without an ack there is nowhere to answer: the event is run and its result dropped.
-    handle(event, args, size, table).then(
+    // A page of games, the one answer that can exceed max_response_bytes, is
+    // encoded here (once) and refused as RESOURCE_EXHAUSTED when over it.
+    handle(event, args, size, table).then((r) => (Array.isArray(r) ? new Raw(sized(dumps(r))) : r)).then(
       (result) => {
         if (result instanceof Opened) {
           ack?.({ result: result.result });
           result.release();
+        } else if (result instanceof Raw) {
+          ack?.(new RawJson(`{"result":${result.text}}`));
         } else {
-          ack?.(result instanceof Raw ? new RawJson(`{"result":${result.text}}`) : { result: result ?? null });
+          ack?.({ result: result ?? null });
         }
       },
       (err) => {

@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
 import {
-  ContractError, JsonNumber, MAX_FRAME_BYTES, asContractError, checkSize, invalid,
+  ContractError, JsonNumber, MAX_FRAME_BYTES, asContractError, checkSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { healthHandler } from '../../common/node/health.js';
 import { noDelay, listen, onStop } from '../../common/node/env.js';
@@ -48,7 +48,7 @@ async function handle(message, size, table) {
       return { text: `{"request_id":${id},"result":${dumps(result.result)}}`, after: result.release };
     }
     const json = result instanceof Raw ? result.text : dumps(result ?? null);
-    return { text: `{"request_id":${id},"result":${json}}` };
+    return { text: sized(`{"request_id":${id},"result":${json}}`) };
   } catch (err) {
     if (!(err instanceof ContractError)) console.error(err); // a bug must not cost the client its connection
     const e = asContractError(err);
