@@ -7,11 +7,11 @@ Reads only results/load/fernando-latest.json."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Any
 
+from report.load import read_json
 from report.page import Bullets, Heading, Page, Para, Table
 
 # Fernando & Engel, Comparative Performance Benchmarking of WebSocket Libraries
@@ -37,13 +37,6 @@ STUDY_SETUP = ("Apple M4 Pro (14 cores), macOS 15.3.1, Node.js 20.19.1, Go 1.23.
                "(websocket 1.0.35, socket.io-client 4.8.1); 60 s per load level, 3 runs; message size not given")
 METRICS = (("connect_ms", "connection time, ms"), ("rtt_ms", "RTT, ms"), ("messages_per_s", "throughput, msg/s"),
            ("broadcast_ms", "broadcast latency, ms"))
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def run_stats(test: str, row: dict[str, Any]) -> dict[str, tuple[float | None, float | None, float | None]]:
@@ -99,7 +92,7 @@ def spread(cell: dict[str, Any] | None, metric: str) -> str:
 
 def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Heading(3, "Fernando & Engel: WebSocket libraries, echo and broadcast", "fernando"))
-    data = _read(results_dir / "load" / "fernando-latest.json")
+    data = read_json(results_dir / "load" / "fernando-latest.json")
     if not data:
         page.add(Para("Not measured: `python -m load --scenario fernando` (about 15 minutes here; "
                       "`--clients 100 200 400 600 800 1000` for all of the study's load levels)."))

@@ -36,7 +36,8 @@ FEATHERS_PAIRS = (("rest/node_fastify", "socketio/node_socketio"), ("rest/node_f
                   ("rest/python_flask", "ws/python_simple_websocket"))
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A saved result file, or None when it is missing or unreadable (the section says "not measured")."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -47,7 +48,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 def section(page: Page, results_dir: Path) -> list[str]:
     load_dir = results_dir / "load"
     page.add(Heading(2, "Under load", "load"))
-    sweep = _read(load_dir / "sweep-latest.json")
+    sweep = read_json(load_dir / "sweep-latest.json")
     if not sweep:
         page.add(Para("Not measured: run `make load` (the default sweep) to fill this section."))
         return []
@@ -139,11 +140,11 @@ def metric_figure(results: dict[str, Any], what: str) -> str:
 
 def kcheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     page.add(Heading(3, "k6 at concurrency 1 beside the Python client", "kcheck"))
-    k = _read(load_dir / "kcheck-latest.json")
+    k = read_json(load_dir / "kcheck-latest.json")
     if not k:
         page.add(Para("Not measured: `python -m load --scenario kcheck`."))
         return
-    bench = _read(results_dir / "benchmarks" / "native-latest.json") or {"results": {}}
+    bench = read_json(results_dir / "benchmarks" / "native-latest.json") or {"results": {}}
     rows = []
     for op, per in k["results"].items():
         for name, cell in per.items():
@@ -161,7 +162,7 @@ def kcheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
 
 def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     page.add(Heading(3, "Feathers: HTTP vs one WebSocket per client", "feathers"))
-    f = _read(load_dir / "feathers-latest.json")
+    f = read_json(load_dir / "feathers-latest.json")
     if not f:
         page.add(Para("Not measured: `python -m load --scenario feathers`."))
         return

@@ -15,7 +15,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from report.figures import _svg
-from report.load import _read
+from report.load import read_json
 from report.page import Bullets, Figure, Heading, Page, Para, Table
 
 LABELS = {"sse-h1": "SSE h1", "sse-h2c": "SSE h2c", "ws": "WS", "poll": "polling"}
@@ -43,7 +43,7 @@ def _cell(r: dict[str, Any]) -> str:
 
 def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Heading(2, "Push: SSE and WebSocket under load (Timeplus, Pathan)", "push"))
-    data = _read(results_dir / "load" / "push-latest.json")
+    data = read_json(results_dir / "load" / "push-latest.json")
     if not data:
         page.add(Para("Not measured: run `python -m load.push` (Timeplus's and Pathan's scenarios, ~9 min) "
                       "to fill this section."))
