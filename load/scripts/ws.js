@@ -119,7 +119,9 @@ export default function () {
     }
   };
   ws.onerror = (e) => {
-    failed(`ws_error`);
+    // the kind names what k6 saw (addresses and ports removed: one kind per cause)
+    const why = e && e.error ? String(e.error).replace(/[0-9.]+:\d+/g, 'ADDR').slice(0, 80) : '';
+    failed(why ? `ws_error: ${why}` : 'ws_error');
   };
   ws.onclose = () => {
     if (timer !== null) { clearInterval(timer); timer = null; }
