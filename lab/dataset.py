@@ -63,3 +63,63 @@ def fetch_games() -> list[dict[str, Any]]:
 def fetch_id() -> str:
     """The id of the game every fetch-one benchmark fetches (the middle of the set)."""
     return documents([fetch_games()[FETCH_SET // 2]])[0]["_id"]
+
+
+def _value_classes(path: str, value: Any) -> set[str]:
+    """What kind of value this is, as far as a protocol's encoding could care:
+    null, each bool, empty, the characters it holds (non-ASCII, beyond the
+    Basic Multilingual Plane, control characters, markup and escapes)."""
+    if value is None or isinstance(value, bool):
+        return {f"{path}={value!r}"}
+    if isinstance(value, list):
+        found = {f"{path}:empty" if not value else f"{path}:items"}
+        for item in value:
+            found |= _value_classes(f"{path}[]", item)
+        return found
+    if isinstance(value, dict):
+        found = set()
+        for key, item in value.items():
+            found |= _value_classes(f"{path}.{key}", item)
+        return found
+    found = {f"{path}:empty" if value == "" else f"{path}:text"}
+    for name, test in _CHARACTER_CLASSES.items():
+        if any(test(ch) for ch in value):
+            found.add(f"{path}:{name}")
+    if "&" in value and ";" in value:
+        found.add(f"{path}:entity")
+    if value != value.strip():
+        found.add(f"{path}:edge-space")
+    return found
+
+
+_CHARACTER_CLASSES = {
+    "non-ascii": lambda ch: ord(ch) > 0x7F,
+    "non-bmp": lambda ch: ord(ch) > 0xFFFF,
+    "control": lambda ch: ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0,
+    "markup": lambda ch: ch in "<>&\"'\\",
+}
+
+
+def covering() -> list[dict[str, Any]]:
+    """See _covering: fresh dicts of those games, in file order."""
+    everything = games()
+    return [everything[i] for i in _covering()]
+
+
+@cache
+def _covering() -> tuple[int, ...]:
+    """The fewest games (greedy set cover, in file order on ties) that together
+    hold every value class the 3,424 hold (_value_classes, per field), plus the
+    longest value of every field and the largest game: what a round trip must
+    see to find an encoding's loss, at a few per cent of the whole dataset."""
+    everything = games()
+    classes = [set().union(*(_value_classes(key, value) for key, value in game.items())) for game in everything]
+    chosen = {max(range(len(everything)), key=lambda i: len(json.dumps(everything[i])))}
+    for key in everything[0]:
+        chosen.add(max(range(len(everything)), key=lambda i: len(json.dumps(everything[i].get(key)))))
+    missing = set().union(*classes) - set().union(*(classes[i] for i in chosen))
+    while missing:
+        best = max(range(len(everything)), key=lambda i: (len(classes[i] & missing), -i))
+        chosen.add(best)
+        missing -= classes[best]
+    return tuple(sorted(chosen))

@@ -71,3 +71,18 @@ def test_every_dataset_game_passes_validation():
     assert len(games) == 3424
     for game in games:
         assert check_game(game) == {k: game[k] for k in FIELDS}
+
+
+def test_the_round_trip_cover_holds_every_value_class_of_the_dataset():
+    """Docker mode's round trip sends lab.dataset.covering(): together its games
+    hold every value class the whole dataset holds (non-BMP characters, nulls,
+    empty lists, ...) and the longest value of every field."""
+    def classes(games):
+        return set().union(*(dataset._value_classes(key, value) for game in games for key, value in game.items()))
+    whole, cover = dataset.games(), dataset.covering()
+    assert {"name:non-bmp", "is_kernel_ac=None", "developer:empty", "description:entity"} <= classes(whole)
+    assert classes(cover) == classes(whole)
+    assert len(cover) < len(whole) // 50
+    for key in whole[0]:
+        longest = max(len(json.dumps(game[key])) for game in whole)
+        assert max(len(json.dumps(game[key])) for game in cover) == longest, key

@@ -131,8 +131,8 @@ def established(pid: int, port: int) -> int:
 
 @pytest.mark.parametrize("name", WS_HOLDING)
 def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, name):
-    """1,000 k6 WebSocket clients, each on its own connection for 30 s after it opens, one
-    request every 10 s (about 100 requests/s in all, within what the Python
+    """1,000 k6 WebSocket clients, each on its own connection for 15 s after it opens, one
+    request every 7 s (about 140 requests/s in all, within what the Python
     service answers here): the service holds all 1,000 at once and answers
     every request with its reply, none with an error. (k6 gives up on a
     handshake not answered within 60 s: "i/o timeout", a ws_error; a
@@ -143,7 +143,7 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
     plan = {"target": lab.endpoints[name], "request": operations.request(protocol, lab.endpoints[name], "fetch-one"),
             "executor": {"executor": "per-vu-iterations", "vus": 1000, "iterations": 1,
                          "maxDuration": "120s"},
-            "duration_s": 30, "think_ms": 10_000, "timeout": "10s"}
+            "duration_s": 15, "think_ms": 7_000, "timeout": "10s"}
     # Pinned as the load sweep is (load/pinning.py): the service and the
     # database on one CPU, k6's 1,000 connections on the other.
     from load import pinning
