@@ -48,8 +48,11 @@ export default function () {
       ws.send(JSON.stringify({ request_id: id, op: template.op, params: template.params }));
     }
   }
+  let finished = false;
   function finish() {
-    if (timer !== null) { clearInterval(timer); timer = null; }
+    if (finished) return;
+    finished = true;
+    if (timer !== null) { clearTimeout(timer); timer = null; }
     for (const [, start] of pending) {  // asked, never answered before the end
       latency.add(now() - start, { failed: 'true' });
       failed('unanswered');
@@ -57,25 +60,38 @@ export default function () {
     pending.clear();
     ws.close();
   }
+  let draining = false;
+  function drain() {  // open model, schedule over: the replies still due, at most 10 s
+    draining = true;
+    if (pending.size === 0) { finish(); return; }
+    timer = setTimeout(finish, 10000);
+  }
 
   function ready() {
     connect.add(now() - begin);
     deadline = now() + 1000 * (plan.duration_s || 1e9);
     if (plan.rate) {
-      // This connection's share of the rate, on a fixed schedule from now.
+      // This connection's share of the rate on a fixed schedule, its phase
+      // the VU's place among all (VU k of n starts k/n of a period in), so
+      // that the connections' requests arrive evenly spread, as k6's
+      // constant-arrival-rate spreads HTTP requests, not in bursts of one
+      // per connection. Each send is timed to its slot (setTimeout to the
+      // next one); a late timer is the generator's lateness, counted from
+      // the scheduled time.
       const period = 1000 * plan.vus / plan.rate;
-      const origin = now();
+      const origin = now() + period * (((__VU - 1) % plan.vus) / plan.vus);
       let k = 0;
-      timer = setInterval(() => {
+      const tick = () => {
+        timer = null;
         const t = now();
-        // Catch up on every slot that came due (a late timer is the
-        // generator's lateness: counted from the scheduled time).
         while (origin + k * period <= t) {
-          if (origin + k * period >= deadline) { finish(); return; }
+          if (origin + k * period >= deadline) { drain(); return; }
           send(origin + k * period);
           k++;
         }
-      }, Math.max(1, Math.floor(period / 2)));
+        timer = setTimeout(tick, Math.max(0, origin + k * period - now()));
+      };
+      tick();
     } else {
       send(now());
     }
@@ -112,6 +128,7 @@ export default function () {
       ops.add(1);
     }
     answered++;
+    if (draining && pending.size === 0) { finish(); return; }
     if (!plan.rate) {
       if (answered >= limit || t >= deadline) { finish(); } else if (plan.think_ms) {
         setTimeout(() => send(now()), plan.think_ms);  // a client that pauses between requests
@@ -124,6 +141,6 @@ export default function () {
     failed(why ? `ws_error: ${why}` : 'ws_error');
   };
   ws.onclose = () => {
-    if (timer !== null) { clearInterval(timer); timer = null; }
+    if (timer !== null) { clearTimeout(timer); timer = null; }
   };
 }
