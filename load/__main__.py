@@ -125,7 +125,9 @@ def sweep_one(lab: Any, impl: Any, s: runner.Settings, args: argparse.Namespace)
     closed = runner.closed_sweep(lab, impl, s, tuple(levels[:len(levels) - len(last)]))
     entry: dict[str, Any] = {"closed": closed}
     if args.model in ("open", "both"):
-        peak = max((r["throughput_rps"] or 0 for r in closed if r.get("valid")), default=0.0)
+        # Where to start looking: the closed runs' best throughput, an invalid
+        # run's included (a generator over its CPU limit shows a lower bound).
+        peak = max((r.get("throughput_rps") or 0 for r in closed if "skipped" not in r), default=0.0)
         start = 0.6 * peak if peak else 50.0
         rows, knee = runner.knee_search(lab, impl, s, start, args.knee_steps)
         entry.update(open=rows, knee_rps=knee, p99_limit_ms=args.p99_limit)

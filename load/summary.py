@@ -52,7 +52,9 @@ def cells(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     at = closed.get(CPU_AT) if closed.get(CPU_AT, {}).get("valid") else (valid[0] if valid else None)
     res = (at or {}).get("resources", {})
     knee = entry.get("knee_rps")
-    out["knee"] = f"{knee:,}" if knee else ("not found" if "knee_rps" in entry else "–")
+    # "≥": every step was held, so the knee lies above the highest rate tried
+    bound = "≥" if knee and all(r.get("held") for r in entry.get("open", []) if "held" in r) else ""
+    out["knee"] = f"{bound}{knee:,}" if knee else ("not found" if "knee_rps" in entry else "–")
     out["service_cpu_us"] = _num(res.get(name, {}).get("cpu_us_per_request"))
     out["database_cpu_us"] = _num(res.get("database", {}).get("cpu_us_per_request"))
     out["cpu_at"] = (f"{at['model']} {at['clients']}" + (f" @{at['rate']}/s" if at.get("rate") else "")) if at else "–"
