@@ -52,8 +52,11 @@ def cells(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     at = closed.get(CPU_AT) if closed.get(CPU_AT, {}).get("valid") else (valid[0] if valid else None)
     res = (at or {}).get("resources", {})
     knee = entry.get("knee_rps")
-    # "≥": every step was held, so the knee lies above the highest rate tried
-    bound = "≥" if knee and all(r.get("held") for r in entry.get("open", []) if "held" in r) else ""
+    # "≥": no valid run at a higher rate failed (every step was held, or the
+    # ones above were invalid: the generator's limit, not the service's)
+    bounded = any(r.get("valid") and not r.get("held") and (r.get("rate") or 0) > (knee or 0)
+                  for r in entry.get("open", []))
+    bound = "≥" if knee and not bounded else ""
     out["knee"] = f"{bound}{knee:,}" if knee else ("not found" if "knee_rps" in entry else "–")
     out["service_cpu_us"] = _num(res.get(name, {}).get("cpu_us_per_request"))
     out["database_cpu_us"] = _num(res.get("database", {}).get("cpu_us_per_request"))
