@@ -1,7 +1,7 @@
 """python -m load (make load, protolab load): the load sweep.
 
 Default: every implementation that serves fetch-one, closed model at 10 and
-100 clients, the open model stepped to each one's knee (3 steps), then
+100 clients, the open model stepped to each one's knee (up to 5 steps), then
 1,000 clients; each service is stopped once measured. Results in
 results/load/<scenario>-<date>.json and <scenario>-latest.json, with the
 per-implementation summary (load/summary.py), printed at the end.
@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=float, default=0.5, help="warm-up before the window, s (default 0.5)")
     p.add_argument("--p99-limit", type=float, default=runner.P99_LIMIT_MS,
                    help="open model: the knee is the highest rate held at this p99, ms (default 50)")
-    p.add_argument("--knee-steps", type=int, default=3, help="open-model steps per implementation (default 3)")
+    p.add_argument("--knee-steps", type=int, default=5, help="open-model steps per implementation, at most (default 5)")
     p.add_argument("--no-pin", action="store_true", help="do not pin services and k6 to disjoint CPUs")
     p.add_argument("--target-host", help="dial this address instead of the one the services bind")
     p.add_argument("--generators", type=int, default=1,
