@@ -63,7 +63,8 @@ def run_context(mode: str, database: Database, implementations: list[Implementat
         **({"docker": docker} if docker is not None else {}),
         "implementations": {
             i.name: {"protocol": i.protocol, "language": i.language, "library": i.library,
-                     "server": i.server, "versions": i.versions()} for i in implementations},
+                     "server": i.server, "operations": list(i.operations),
+                     "versions": i.versions()} for i in implementations},
         "client_versions": {p: _version(p) for p in CLIENT_PACKAGES},
         "python": platform.python_version(),
         # The services' interpreter: in Docker mode the containers' (see "docker").

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from lab.registry import discover
 
     paths, summary = write(args.results, args.out or args.results,
-                           discovered=[i.name for i in discover()])
+                           discovered=[i.name for i in discover() if i.serves("get")])
     for line in summary["missing"]:
         print(f"missing: {line.replace('**', '').replace('`', '')}")
     for line in summary["rankings"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,9 +88,24 @@ def load(results_dir: Path) -> Inputs:
     return inputs
 
 
+def _serves_crud(name: str, ctx: dict[str, Any], discovered: list[str] | None) -> bool:
+    operations = ctx["implementations"][name].get("operations")
+    if operations is not None:
+        return "get" in operations
+    return discovered is None or name in discovered or name not in _push_only()
+
+
+@functools.cache
+def _push_only() -> frozenset[str]:
+    from lab.registry import discover
+
+    return frozenset(i.name for i in discover() if not i.serves("get"))
+
+
 def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:
     """Sentences naming what the page cannot show, and why. `discovered`: the
-    implementations the lab has now."""
+    implementations the lab has now that serve CRUD (the latency suite and
+    `make capture` measure those; push-only ones have their own sections)."""
     out = list(inputs.problems)
     for mode in MODES:
         run = inputs.runs.get(mode)
@@ -106,8 +122,11 @@ def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:
                 out.append(f"{mode} mode: no **{op}** results (run filtered or failed); "
                            f"run `{RUN_COMMAND[mode]}`.")
         listed = list(ctx.get("implementations", {}))
+        # A push-only implementation (SSE: its manifest's operations have no
+        # "get") never has a latency row; older runs listed them without saying.
+        crud = [name for name in listed if _serves_crud(name, ctx, discovered)]
         for op, rows in results.items():
-            for name in [*listed, "direct"]:
+            for name in [*crud, "direct"]:
                 if name not in rows:
                     out.append(f"{mode} mode, {op}: **{name}** has no result (it failed or was deselected).")
             for name, row in rows.items():

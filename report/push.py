@@ -111,9 +111,9 @@ def timeplus(page: Page, data: dict[str, Any]) -> None:
                       "parsing, no rendering: it finds each message's timestamp and counts its events), cleartext "
                       "h2c instead of HTTP/2 over TLS, loopback, a 2-core machine shared with other work. Timeplus's "
                       "limit was its tab's CPU; the lab's is whichever of server and client runs out of CPU first: "
-                      "the CPU columns say which. Where neither is near 100 % of its CPU, neither limited the run "
-                      "alone: the share of the machine it got did (the load average above; several other jobs ran "
-                      "on the lab's 2 cores), and events/s below the offered rate mean the server fell behind.",
+                      "the CPU columns say which. Events/s below the offered rate mean the server fell behind; where "
+                      "that happened and neither is near 100 % of its CPU, neither limited the run alone: the share "
+                      "of the machine it got did (the load average above says how busy the machine was).",
                       "Timeplus found SSE and WebSocket close, WebSocket with slightly less client CPU and SSE with "
                       "the higher maximum; compare each language's SSE rows with its WS row (the same feed and "
                       "server code paths, the transport apart)."]))

@@ -30,8 +30,9 @@ from report import published
 from report.__main__ import write
 
 SEED = settings.ROOT.parent / "shared" / "seeds" / "003_efaeaf185f57235e.txt"
-IMPLS = discover()
+IMPLS = [i for i in discover() if i.serves("get")]  # what make bench measures
 NAMES = [i.name for i in IMPLS]
+PUSH_ONLY = [i for i in discover() if not i.serves("get")]
 
 
 # -- the published figures -------------------------------------------------
@@ -191,6 +192,27 @@ def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
     assert "docker / native" in md  # lab.compare's table
     assert "userland proxy off" in md
     assert (tmp_path / "out" / "report-figures" / "wire.svg").exists()
+
+
+def test_report_does_not_miss_a_push_only_implementation(tmp_path):
+    """A push-only implementation (SSE) has no latency row by design: a run that
+    lists it, with its operations or (older runs) without, is not missing it."""
+    assert PUSH_ONLY, "the lab has SSE implementations"
+    results = make_results(tmp_path / "results", docker=False)
+    path = results / "benchmarks" / "native-latest.json"
+    run = json.loads(path.read_text())
+    listed = run["context"]["implementations"]
+    listed[PUSH_ONLY[0].name] = {"protocol": "sse", "operations": list(PUSH_ONLY[0].operations)}
+    for impl in PUSH_ONLY[1:]:
+        listed[impl.name] = {"protocol": "sse"}
+    dropped = NAMES[0]
+    for rows in run["results"].values():
+        del rows[dropped]
+    path.write_text(json.dumps(run))
+    md = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)[0][1].read_text()
+    assert f"native mode, insert: **{dropped}** has no result" in md
+    for impl in PUSH_ONLY:
+        assert impl.name not in md.split("## Context")[0]
 
 
 def test_report_shows_the_run_to_run_summary(tmp_path):
