@@ -24,6 +24,7 @@ from werkzeug.exceptions import HTTPException
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, HTTP_STATUS, INVALID_ARGUMENT, ContractError
 from contract.game import check_response_size, check_uri_size
+from services.common import gunicorn_errors
 from services.common.http_body import read_body, request_target_bytes
 from services.common.store import Store
 from services.graphql.python_graphene.schema import schema
@@ -62,6 +63,12 @@ def _respond(body: dict[str, Any], status: int, **headers: str) -> Response:
 def _fail(code: str, message: str, status: int | None = None, **headers: str) -> Response:
     return _respond({"errors": [{"message": message, "extensions": {"code": code}}]},
                     status or HTTP_STATUS[code], **headers)
+
+
+# gunicorn's own refusals (a request line past its limit, ...) before a media
+# type is negotiated: application/json, which every GraphQL client reads.
+gunicorn_errors.install(lambda code, message: (
+    JSON, dumpb({"errors": [{"message": message, "extensions": {"code": code}}]})))
 
 
 @app.before_request

@@ -12,9 +12,28 @@ const store = new Store();
 const app = Fastify({
   logger: false,
   keepAliveTimeout: 75_000, // as gunicorn's keepalive: a benchmark never reconnects between rounds
-  routerOptions: { maxParamLength: 8192 }, // a long id is a malformed id (400), not an unknown route
+  // A long id is a malformed id (400), or past max_uri_bytes the contract's 414
+  // (the hook below), never fastify's own error: above Node's 16 KiB of headers.
+  routerOptions: { maxParamLength: 65536 },
   bodyLimit: 1 << 30, // the body is read (and limited) by readBody below
+  clientErrorHandler,
 });
+
+// Node's own refusals before fastify routes (headers over its 16 KiB: 431, a
+// malformed request: 400), in the contract's terms.
+function clientErrorHandler(err, socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, code] = err.code === 'HPE_HEADER_OVERFLOW'
+    ? [431, 'Request Header Fields Too Large', 'RESOURCE_EXHAUSTED']
+    : [400, 'Bad Request', 'INVALID_ARGUMENT'];
+  const body = Buffer.from(dumps({ error: { code, message: `${reason}: ${err.code ?? err.message}` } }));
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json\r\n`
+      + `Content-Length: ${body.length}\r\n\r\n`);
+    socket.write(body);
+  }
+  socket.destroy(err);
+}
 
 // Every body, whatever its Content-Type, is read by the contract's rule and
 // parsed as JSON here (as the Python services do). A body over the limit is

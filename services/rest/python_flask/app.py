@@ -17,6 +17,7 @@ from contract.errors import (
     InvalidArgument,
 )
 from contract.game import DEFAULT_LIST_LIMIT, check_response_size, check_uri_size
+from services.common import gunicorn_errors
 from services.common.http_body import read_body, request_target_bytes
 from services.common.store import Store
 
@@ -32,6 +33,10 @@ def _json(body: Any, status: int = 200, **headers: str) -> Response:
 
 def _error(code: str, message: str, status: int | None = None) -> Response:
     return _json({"error": {"code": code, "message": message}}, status or HTTP_STATUS[code])
+
+
+gunicorn_errors.install(lambda code, message: (
+    "application/json", dumpb({"error": {"code": code, "message": message}})))
 
 
 def _body() -> Any:

@@ -17,6 +17,7 @@ from spyne.server.wsgi import WsgiApplication
 
 from contract.errors import CONTRACT, ERRORS, INTERNAL, ContractError, InvalidArgument, ResourceExhausted
 from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, check_size, check_uri_size
+from services.common import gunicorn_errors
 from services.common.http_body import request_target_bytes
 from services.common.store import Store
 
@@ -208,3 +209,10 @@ def _fault_xml(faultcode: str, message: str, code: str) -> bytes:
             f'<soap11env:Body><soap11env:Fault><faultcode>soap11env:{faultcode}</faultcode>'
             f'<faultstring>{escape(message)}</faultstring><detail><code>{code}</code></detail>'
             '</soap11env:Fault></soap11env:Body></soap11env:Envelope>').encode()
+
+
+# gunicorn's own refusals (a request line past its limit, ...) as a Client
+# Fault, with SOAP 1.1's status for every Fault.
+gunicorn_errors.install(lambda code, message: (
+    "text/xml; charset=utf-8", _fault_xml(ERRORS[code]["soap"]["faultcode"], message, code)),
+    status=(500, "Internal Server Error"))

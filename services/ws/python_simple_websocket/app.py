@@ -22,6 +22,7 @@ from contract.game import (
     check_response_size,
     check_size,
 )
+from services.common import gunicorn_errors
 from services.common.feeds import Connection, WebSocketPush
 from services.common.store import Store
 
@@ -45,6 +46,9 @@ OPERATIONS = {
 OPTIONAL = {"limit", "offset", *WebSocketPush.OPTIONAL}
 # echo, broadcast, subscribe, unsubscribe (services/common/feeds.py)
 push = WebSocketPush(lambda: store.games)
+# gunicorn's own refusals of the opening handshake (HTTP), as the contract's error object.
+gunicorn_errors.install(lambda code, message: (
+    "application/json", dumps({"error": {"code": code, "message": message}}).encode()))
 
 
 def handle(message: str | bytes, conn: Connection | None = None) -> dict[str, Any]:
