@@ -165,9 +165,18 @@ Fuzzer = Callable[[str], tuple[SearchStrategy, Execute, Callable[[], None]]]
 
 
 def _fuzzers() -> dict[str, Fuzzer]:
-    from fuzz import graphql_fuzz, grpc_fuzz, rest_fuzz, soap_fuzz, sse_fuzz, ws_fuzz  # they import this module
+    from fuzz import (  # they import this module
+        graphql_fuzz,
+        grpc_fuzz,
+        rest_fuzz,
+        soap_fuzz,
+        socketio_fuzz,
+        sse_fuzz,
+        ws_fuzz,
+    )
     return {"rest": rest_fuzz.fuzzer, "grpc": grpc_fuzz.fuzzer, "graphql": graphql_fuzz.fuzzer,
-            "ws": ws_fuzz.fuzzer, "soap": soap_fuzz.fuzzer, "sse": sse_fuzz.fuzzer}
+            "ws": ws_fuzz.fuzzer, "socketio": socketio_fuzz.fuzzer, "soap": soap_fuzz.fuzzer,
+            "sse": sse_fuzz.fuzzer}
 
 
-PROTOCOLS = ("rest", "grpc", "graphql", "ws", "soap", "sse")  # those with a fuzzer
+PROTOCOLS = ("rest", "grpc", "graphql", "ws", "socketio", "soap", "sse")  # those with a fuzzer

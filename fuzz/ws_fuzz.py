@@ -96,7 +96,7 @@ def rule_required(request: dict[str, Any], op: str) -> set[str]:
     return set()
 
 
-def _invalid_requests() -> st.SearchStrategy[Any]:
+def invalid_requests() -> st.SearchStrategy[Any]:
     """Requests with members or values the schema refuses, and frames of no JSON."""
     wrong_member = st.tuples(valid_requests(), hostile_text(12), JSON_VALUES).map(lambda t: {**t[0], t[1]: t[2]})
     wrong_params = st.tuples(valid_requests(), st.dictionaries(hostile_text(12), JSON_VALUES, max_size=3)).map(
@@ -106,7 +106,7 @@ def _invalid_requests() -> st.SearchStrategy[Any]:
 
 def fuzzer(endpoint: str):
     ws = Client.connect(endpoint)
-    strategy = st.one_of(st.tuples(st.just(True), valid_requests()), st.tuples(st.just(False), _invalid_requests()))
+    strategy = st.one_of(st.tuples(st.just(True), valid_requests()), st.tuples(st.just(False), invalid_requests()))
 
     def execute(case: Any, tally: Tally, model: Model) -> None:
         valid, request = case

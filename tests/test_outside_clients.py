@@ -178,7 +178,7 @@ def readme_examples() -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
-def _ports_free(base: int, count: int = 5) -> bool:
+def _ports_free(base: int, count: int = 50) -> bool:  # the offsets go up to 47
     for port in range(base, base + count):
         with socket.socket() as sock:
             try:
@@ -205,7 +205,7 @@ def test_readme_serve_examples_work_as_printed(tmp_path):
     assert serve_line.startswith(".venv/bin/protolab serve --port-base 18000") and serve_line.endswith("&")
     base = 18000
     if not _ports_free(base):  # another run holds them: the same commands on other ports
-        base = next(b for b in range(free_port() // 10 * 10, 65000, 10) if _ports_free(b))
+        base = next(b for b in range(free_port() // 100 * 100, 65000, 100) if _ports_free(b))
 
     def rewrite(line: str) -> str:
         return re.sub(r"\b180(\d\d)\b", lambda m: str(base + int(m.group(1))), line)
@@ -220,6 +220,9 @@ def test_readme_serve_examples_work_as_printed(tmp_path):
         assert endpoints.exists(), serve.stdout.read() if serve.poll() is not None else "serve did not start"
         document = json.loads(endpoints.read_text())
         assert document["implementations"]["rest/python_flask"]["endpoint"] == f"http://127.0.0.1:{base + 1}"
+        # Every implementation at base + its manifest's own offset: stable whatever else the lab holds.
+        for impl in discover():
+            assert f":{base + impl.port_offset(-1000)}" in document["implementations"][impl.name]["endpoint"], impl.name
         outputs = []
         for line in examples:
             command = rewrite(line).replace("grpcurl ", f"{grpcurl} ", 1)
@@ -233,6 +236,8 @@ def test_readme_serve_examples_work_as_printed(tmp_path):
                 assert "protolab.games.v1.Games" in out and "grpc.health.v1.Health" in out
             elif "Health/Check" in line:
                 assert '"status": "SERVING"' in out
+            elif "/events?" in line:  # SSE: two events of the synthetic feed, then its end
+                assert out.count("event: synthetic") == 2 and "event: end" in out, out
             else:
                 assert GAME_730 in out, line
     finally:
