@@ -4,8 +4,8 @@
 // list in _id order with skip/limit, update replaces, a lost database is
 // UNAVAILABLE within MONGODB_TIMEOUT_MS.
 import {
-  MongoClient, MongoNetworkError, MongoServerSelectionError, MongoTopologyClosedError,
-  MongoNotConnectedError, ObjectId,
+  MongoClient, MongoNetworkError, MongoOperationTimeoutError, MongoServerSelectionError,
+  MongoTopologyClosedError, MongoNotConnectedError, ObjectId,
 } from 'mongodb';
 import {
   ContractError, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
@@ -20,6 +20,13 @@ const notFound = (id) => new ContractError('NOT_FOUND', `no game with id ${JSON.
 
 function databaseError(err) {
   if (err instanceof ContractError) return err;
+  // timeoutMS ran out: choosing a server (none reachable) is a lost database,
+  // anything after it a database that did not answer in time.
+  if (err instanceof MongoOperationTimeoutError) {
+    return err.cause instanceof MongoServerSelectionError
+      ? new ContractError('UNAVAILABLE', `database unavailable: ${err.cause.message}`)
+      : new ContractError('DEADLINE_EXCEEDED', `database did not answer within ${TIMEOUT_MS} ms: ${err.message}`);
+  }
   if (err instanceof MongoNetworkError || err instanceof MongoServerSelectionError
       || err instanceof MongoTopologyClosedError || err instanceof MongoNotConnectedError
       || err?.hasErrorLabel?.('ResetPool') || err?.name === 'MongoPoolClearedError') {
@@ -51,8 +58,10 @@ export function publicGame(id, doc) {
 export class Store {
   constructor(uri = process.env.MONGODB_URI, db = process.env.MONGODB_DB ?? DEFAULT_DB) {
     if (!uri) throw new Error('MONGODB_URI is not set');
+    // timeoutMS bounds a whole operation (server selection, connecting, every
+    // read of its reply), as the Python store's; socketTimeoutMS alone bounds each read.
     this.client = new MongoClient(uri, {
-      serverSelectionTimeoutMS: TIMEOUT_MS, connectTimeoutMS: TIMEOUT_MS,
+      timeoutMS: TIMEOUT_MS, serverSelectionTimeoutMS: TIMEOUT_MS, connectTimeoutMS: TIMEOUT_MS,
       socketTimeoutMS: TIMEOUT_MS, appName: 'protolab',
     });
     this.games = this.client.db(db).collection(COLLECTION);
