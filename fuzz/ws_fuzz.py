@@ -114,6 +114,9 @@ def fuzzer(endpoint: str):
             frame: str | bytes = request
         else:
             frame = json.dumps(request)
+        if not ws.connected:
+            tally.fail(case, f"the server had closed the connection: {ws.close_reason} {ws.close_message!r}")
+            return
         ws.send(frame)
         reply = ws.receive(timeout=CALL_TIMEOUT)
         if reply is None:
@@ -140,4 +143,8 @@ def fuzzer(endpoint: str):
             model.acknowledged(case, op, target, params.get("game") if op != "delete" else None)
         model.check(case, (game_id,) if type(game_id) is str else ())
 
-    return strategy, execute, ws.close
+    def close() -> None:
+        if ws.connected:  # else the server closed it, and the cases after that failed
+            ws.close()
+
+    return strategy, execute, close

@@ -25,19 +25,21 @@ from lab import settings
 from lab.processes import free_port
 from lab.registry import discover
 
-IMPLS = {impl.protocol: impl.name for impl in discover() if impl.language == "python"}
+
+
+def of(protocol: str) -> list[str]:
+    """Every implementation of `protocol` (Python, Go, Node.js): each is held to the same rules."""
+    return [impl.name for impl in discover() if impl.protocol == protocol]
+
 README = settings.ROOT / "README.md"
 GAME_730 = "Counter-Strike 2"
 
 
-def _endpoint(lab, protocol: str) -> str:
-    return lab.endpoints[IMPLS[protocol]]
-
-
 # gRPC: reflection and health ---------------------------------------------------
 
-def test_grpc_lists_its_services_by_reflection_and_answers_health(lab):
-    with grpc.insecure_channel(_endpoint(lab, "grpc")) as channel:
+@pytest.mark.parametrize("impl", of("grpc"))
+def test_grpc_lists_its_services_by_reflection_and_answers_health(impl, lab):
+    with grpc.insecure_channel(lab.endpoints[impl]) as channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         replies = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
                                             timeout=settings.CALL_TIMEOUT)
@@ -59,9 +61,10 @@ def grpcurl_or_skip() -> str:
     return str(grpcurl())
 
 
-def test_grpcurl_lists_and_calls_the_service_by_reflection(lab, seeded):
+@pytest.mark.parametrize("impl", of("grpc"))
+def test_grpcurl_lists_and_calls_the_service_by_reflection(impl, lab, seeded):
     grpcurl = grpcurl_or_skip()
-    address = _endpoint(lab, "grpc")
+    address = lab.endpoints[impl]
     listed = subprocess.run([grpcurl, "-plaintext", address, "list"], capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     print(listed.stdout)
@@ -83,8 +86,9 @@ def test_grpcurl_lists_and_calls_the_service_by_reflection(lab, seeded):
 GQL_GET = '{ game(id: "730") { id name } }'
 
 
-def test_graphql_query_over_get_and_media_type_by_accept(lab, seeded):
-    url = _endpoint(lab, "graphql")
+@pytest.mark.parametrize("impl", of("graphql"))
+def test_graphql_query_over_get_and_media_type_by_accept(impl, lab, seeded):
+    url = lab.endpoints[impl]
     for accept, media in ((None, "application/json"), ("application/json", "application/json"),
                           ("*/*", "application/json"),
                           ("application/graphql-response+json", "application/graphql-response+json"),
@@ -100,9 +104,10 @@ def test_graphql_query_over_get_and_media_type_by_accept(lab, seeded):
     assert with_variables.json() == {"data": {"game": {"name": GAME_730}}}
 
 
-def test_graphql_mutation_over_get_is_405_with_allow(lab, seeded, fingerprint):
+@pytest.mark.parametrize("impl", of("graphql"))
+def test_graphql_mutation_over_get_is_405_with_allow(impl, lab, seeded, fingerprint):
     before = fingerprint()
-    reply = requests.get(_endpoint(lab, "graphql"), params={"query": 'mutation { delete_game(id: "730") }'},
+    reply = requests.get(lab.endpoints[impl], params={"query": 'mutation { delete_game(id: "730") }'},
                          timeout=settings.CALL_TIMEOUT)
     assert reply.status_code == 405
     assert reply.headers["Allow"] == "POST"
@@ -110,12 +115,13 @@ def test_graphql_mutation_over_get_is_405_with_allow(lab, seeded, fingerprint):
     assert fingerprint() == before
 
 
+@pytest.mark.parametrize("impl", of("graphql"))
 @pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
-def test_graphql_post_needs_a_json_content_type(lab, seeded, fingerprint, content_type):
+def test_graphql_post_needs_a_json_content_type(impl, lab, seeded, fingerprint, content_type):
     before = fingerprint()
     body = json.dumps({"query": 'mutation { delete_game(id: "730") }'}).encode()
     session = requests.Session()
-    request = requests.Request("POST", _endpoint(lab, "graphql"), data=body).prepare()
+    request = requests.Request("POST", lab.endpoints[impl], data=body).prepare()
     request.headers.pop("Content-Type", None)
     if content_type:
         request.headers["Content-Type"] = content_type
@@ -125,8 +131,9 @@ def test_graphql_post_needs_a_json_content_type(lab, seeded, fingerprint, conten
     assert fingerprint() == before
 
 
-def test_graphql_status_codes_for_the_graphql_response_media_type(lab, seeded):
-    url = _endpoint(lab, "graphql")
+@pytest.mark.parametrize("impl", of("graphql"))
+def test_graphql_status_codes_for_the_graphql_response_media_type(impl, lab, seeded):
+    url = lab.endpoints[impl]
     accept = {"Accept": "application/graphql-response+json"}
 
     def post(query: str) -> requests.Response:
@@ -145,8 +152,9 @@ def test_graphql_status_codes_for_the_graphql_response_media_type(lab, seeded):
 
 # REST: Allow and content types ----------------------------------------------------
 
-def test_rest_405_carries_allow(lab, seeded):
-    base = _endpoint(lab, "rest")
+@pytest.mark.parametrize("impl", of("rest"))
+def test_rest_405_carries_allow(impl, lab, seeded):
+    base = lab.endpoints[impl]
     for method, path, allowed in (("PATCH", "/games/730", {"GET", "PUT", "DELETE"}),
                                   ("DELETE", "/games", {"GET", "POST"})):
         reply = requests.request(method, base + path, timeout=settings.CALL_TIMEOUT)
@@ -155,11 +163,12 @@ def test_rest_405_carries_allow(lab, seeded):
         assert reply.json()["error"]["code"] == "INVALID_ARGUMENT"
 
 
+@pytest.mark.parametrize("impl", of("rest"))
 @pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
-def test_rest_body_that_is_not_json_is_415(lab, seeded, fingerprint, content_type):
+def test_rest_body_that_is_not_json_is_415(impl, lab, seeded, fingerprint, content_type):
     before = fingerprint()
     body = json.dumps(seeded[0]).encode()
-    request = requests.Request("PUT", _endpoint(lab, "rest") + "/games/730", data=body).prepare()
+    request = requests.Request("PUT", lab.endpoints[impl] + "/games/730", data=body).prepare()
     request.headers.pop("Content-Type", None)
     if content_type:
         request.headers["Content-Type"] = content_type
@@ -262,9 +271,10 @@ def test_bind_and_dial_addresses_are_separate_settings(monkeypatch):
     assert settings.dial_host() == "127.0.0.2"
 
 
+@pytest.mark.parametrize("impl", of("rest"))
 @pytest.mark.parametrize("value", ["²", "５", "1" * 3000, "-1", "1e3", " 1", "0x10", ""])
-def test_rest_page_parameters_take_ascii_digits_only(lab, value):
+def test_rest_page_parameters_take_ascii_digits_only(impl, lab, value):
     """Found by fuzzing: "²" passed str.isdigit() and int() then failed, a 500."""
-    reply = requests.get(_endpoint(lab, "rest") + "/games", params={"limit": value}, timeout=settings.CALL_TIMEOUT)
+    reply = requests.get(lab.endpoints[impl] + "/games", params={"limit": value}, timeout=settings.CALL_TIMEOUT)
     assert reply.status_code == 400, reply.text
     assert reply.json()["error"]["code"] == "INVALID_ARGUMENT"

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
+import { HealthImplementation, protoPath as HEALTH_PROTO } from 'grpc-health-check';
 import {
   ContractError, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
   MAX_REQUEST_BYTES, NULLABLE_BOOL, STR_LIST, asContractError, invalid,
@@ -134,7 +134,10 @@ const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_
 server.addService(service, handlers);
 // grpc.health.v1 says the process serves; the contract's Health rpc also reaches the database.
 new HealthImplementation({ '': 'SERVING', [SERVICE]: 'SERVING' }).addToServer(server);
-new ReflectionService(definition).addToServer(server);
+// Reflection lists what the server serves: the contract's service and
+// grpc.health.v1 (as grpcio's and grpc-go's reflection do).
+const reflected = protoLoader.loadSync([PROTO, HEALTH_PROTO], { keepCase: true, longs: String, enums: String });
+new ReflectionService(reflected).addToServer(server);
 
 // grpc-js's bindAsync listens with Node.js's default backlog (511) and takes
 // no other: the lab's own listener (env.js: listen, BACKLOG) hands each

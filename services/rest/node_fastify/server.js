@@ -62,12 +62,38 @@ app.setErrorHandler((err, request, reply) => {
   const code = CODE_OF_HTTP_STATUS[status] ?? (status < 500 ? 'INVALID_ARGUMENT' : 'INTERNAL');
   return send(reply, status, { error: { code, message: err.message } });
 });
-app.setNotFoundHandler((request, reply) => send(reply, 404, {
-  error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url}` },
-}));
+// What no route takes: 405 with Allow for a known path (the contract's
+// INVALID_ARGUMENT), else 404.
+function allowed(path) {
+  if (path === '/games') return 'GET, HEAD, POST';
+  if (path === '/health') return 'GET, HEAD';
+  if (/^\/games\/[^/]+$/.test(path)) return 'GET, HEAD, PUT, DELETE';
+  return null;
+}
+app.setNotFoundHandler((request, reply) => {
+  const allow = allowed(request.url.split('?', 1)[0]);
+  if (allow === null) {
+    return send(reply, 404, { error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url}` } });
+  }
+  reply.header('Allow', allow);
+  return send(reply, 405, {
+    error: { code: 'INVALID_ARGUMENT', message: `method ${request.method} not allowed here: ${allow}` },
+  });
+});
+
+// A body is JSON (Content-Type application/json), else 415 with the contract's INVALID_ARGUMENT.
+class UnsupportedMedia extends ContractError {
+  constructor(message) { super('INVALID_ARGUMENT', message); }
+
+  get http() { return 415; }
+}
 
 function body(request) {
   if (request.body instanceof RejectedBody) throw request.body.error;
+  const media = (request.headers['content-type'] ?? '').split(';', 1)[0].trim().toLowerCase();
+  if (media !== 'application/json') {
+    throw new UnsupportedMedia(`a body must have Content-Type application/json, not '${media || 'none'}'`);
+  }
   return parse(request.body ?? Buffer.alloc(0));
 }
 
