@@ -47,6 +47,7 @@ def section(page: Page, results_dir: Path) -> list[str]:
     if not data:
         page.add(Para("Not measured: run `python -m load.push` (Timeplus's and Pathan's scenarios, ~9 min) "
                       "to fill this section."))
+        wire(page, read_json(results_dir / "capture" / "push-latest.json"))
         return []
     ctx = data["context"].get("push", {})
     pins = ctx.get("pinning", {})
@@ -65,6 +66,7 @@ def section(page: Page, results_dir: Path) -> list[str]:
         (" (quick run: short windows)" if ctx.get("quick") else "") + "."))
     timeplus(page, data)
     pathan(page, data)
+    wire(page, read_json(results_dir / "capture" / "push-latest.json"))
     return []
 
 
@@ -182,3 +184,36 @@ def pathan(page: Page, data: dict[str, Any]) -> None:
                       "The lab's polling client asks the SSE service for a one-message feed (count=1) over a kept-"
                       "alive HTTP/1.1 connection; Pathan's asked a separate Express server. Both stamp the message "
                       "in the request's handler, so both latencies are the answer's way back, not the round trip."]))
+
+
+def wire(page: Page, data: dict[str, Any] | None) -> None:
+    """Bytes per pushed event, from `make capture` (capture/push.py)."""
+    page.add(Heading(3, "Bytes per pushed event", "push-wire"))
+    if not data:
+        page.add(Para("Not measured: run `make capture` (its push part, `python -m capture.push`)."))
+        return
+    rows: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for r in data["rows"]:
+        rows.setdefault((r["implementation"], r["transport"]), {})[r["batch"]] = r
+    batches = sorted({b for per in rows.values() for b in per})
+    head = ["implementation", "transport",
+            *[f"batch {b}: B/event (payload / frames)" for b in batches], "setup + teardown, to the client (frames)"]
+    table = []
+    for (name, transport), per in rows.items():
+        cells = []
+        for b in batches:
+            r = per.get(b)
+            cells.append("–" if r is None else
+                         f"{r['per_event_to_client_payload']:,.1f} / {r['per_message_to_client']['frame_bytes'] / b:,.1f}")
+        first = per[min(per)]
+        table.append([name, transport, *cells, f"{first['setup_teardown_to_client']['frame_bytes']:,.0f}"])
+    page.add(Table(head, table,
+                   f"Bytes to the client per event of the synthetic feed (Timeplus's 12-field event): TCP payload "
+                   f"and whole frames (link header included), a {data['short']}- and a {data['long']}-message "
+                   f"subscription differenced so that setup and teardown fall out; loopback, TShark "
+                   f"({data['context'].get('date', '')}).", "push-wire-table"))
+    page.add(Bullets(["At batch 1 the framing shows: an SSE message is `id:`/`event:`/`data:` lines, a WebSocket "
+                      "message a JSON object with its feed and id, socket.io adds its packet prefix; at batch 50 "
+                      "every transport converges on the event's own JSON (the per-message overhead ÷ 50).",
+                      "HTTP/2 (h2c) carries SSE in DATA frames (9-byte header each); HTTP/1.1 in chunks "
+                      "(hex length and CRLFs)."]))

@@ -12,6 +12,7 @@ from report import push as push_report
 from report.page import Page, to_markdown
 
 RESULT = Path(__file__).parent / "data" / "push-quick.json"
+CAPTURE = Path(__file__).parent / "data" / "push-capture.json"
 
 
 def render(results: Path) -> str:
@@ -64,3 +65,25 @@ def test_timeplus_and_pathan_beside_the_lab(tmp_path):
     assert "| 3.56 ± 3.11 | 2.7 | sse/go_nethttp |" in _row(text, "10", "SSE")
     start = data["context"]["push"]["load_average_start"][0]
     assert f"load average was {start:.1f}" in text
+
+
+def test_bytes_per_pushed_event_from_make_capture(tmp_path):
+    """tests/data/push-capture.json: `make capture`'s push rows (capture/push.py) as
+    measured on the lab's machine, its context trimmed."""
+    (tmp_path / "capture").mkdir()
+    shutil.copy(CAPTURE, tmp_path / "capture" / "push-latest.json")
+    data = json.loads(CAPTURE.read_text())
+    text = render(tmp_path)
+    assert "run `python -m load.push`" in text  # no load result: the wire table still shows
+    for r1 in (r for r in data["rows"] if r["batch"] == 1):
+        r50 = next(r for r in data["rows"] if (r["implementation"], r["transport"], r["batch"])
+                   == (r1["implementation"], r1["transport"], 50))
+        row = _row(text, r1["implementation"], r1["transport"])
+        assert (f"| {r1['per_event_to_client_payload']:,.1f} / {r1['per_message_to_client']['frame_bytes']:,.1f} "
+                f"| {r50['per_event_to_client_payload']:,.1f} / {r50['per_message_to_client']['frame_bytes'] / 50:,.1f} "
+                f"| {r1['setup_teardown_to_client']['frame_bytes']:,.0f} |") in row
+    assert f"a {data['short']}- and a {data['long']}-message subscription differenced" in text
+
+
+def test_no_capture_names_the_command(tmp_path):
+    assert "run `make capture`" in render(tmp_path)
