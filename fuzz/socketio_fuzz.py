@@ -68,6 +68,7 @@ def fuzzer(endpoint: str):
             tally.fail(case, f"ack outside the schema: {problems[:3]}")
         if error.get("code") == INTERNAL:
             tally.server_errors += 1
+            tally.fail(case, f"INTERNAL: {error.get('message')}")
         if kind == "valid" and error.get("code") not in (None, "NOT_FOUND"):
             tally.fail(case, f"a valid request was refused: {error}")
         if kind == "refused" and "error" not in ack:

@@ -130,6 +130,7 @@ def fuzzer(endpoint: str):
             tally.fail(case, f"reply outside the schema: {problems[:3]}")
         if error.get("code") == INTERNAL:
             tally.server_errors += 1
+            tally.fail(case, f"INTERNAL: {error.get('message')}")
         is_request = isinstance(request, dict)
         if valid and is_request and answer.get("request_id") != request["request_id"]:
             tally.fail(case, f"reply names request {answer.get('request_id')!r}")

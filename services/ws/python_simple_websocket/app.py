@@ -72,7 +72,7 @@ def handle(message: str | bytes, conn: Connection | None = None) -> dict[str, An
             raise InvalidArgument(f"unknown request member {sorted(unknown)[0]!r}")
         op = request.get("op")
         operations = OPERATIONS if conn is None else {**OPERATIONS, **push.operations(conn)}
-        if op not in operations:
+        if type(op) is not str or op not in operations:  # a list or object is no op (nor hashable)
             raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(operations)}")
         params = request.get("params", {})
         if type(params) is not dict:
