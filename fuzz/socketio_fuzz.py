@@ -15,10 +15,8 @@ import socketio
 from hypothesis import strategies as st
 
 from clients.socketio import CODEC, EVENT
-from contract.errors import INTERNAL
-from contract.validate import ws_message_errors
 from fuzz.values import hostile_text
-from fuzz.ws_fuzz import JSON_VALUES, invalid_requests, valid_requests
+from fuzz.ws_fuzz import JSON_VALUES, invalid_requests, judge, valid_requests
 from lab.settings import CALL_TIMEOUT
 
 if TYPE_CHECKING:
@@ -61,25 +59,10 @@ def fuzzer(endpoint: str):
         if not isinstance(ack, dict):
             tally.fail(case, f"the ack is not an object: {ack!r}")
             return
-        error = ack.get("error") or {}
-        tally.saw(f"{kind} {error.get('code', 'result')}")
-        problems = ws_message_errors({"request_id": "fuzz", **ack})
-        if problems:
-            tally.fail(case, f"ack outside the schema: {problems[:3]}")
-        if error.get("code") == INTERNAL:
-            tally.server_errors += 1
-            tally.fail(case, f"INTERNAL: {error.get('message')}")
-        if kind == "valid" and error.get("code") not in (None, "NOT_FOUND"):
-            tally.fail(case, f"a valid request was refused: {error}")
+        # The WebSocket protocol's reply, its request_id aside (an ack pairs them).
+        request = arguments[0] if kind != "refused" else None
+        judge(case, kind, kind == "valid", request, {"request_id": "fuzz", **ack}, tally, model)
         if kind == "refused" and "error" not in ack:
             tally.fail(case, "a request the protocol refuses was answered with a result")
-        request = arguments[0] if kind != "refused" else None
-        params = request.get("params") if isinstance(request, dict) and isinstance(request.get("params"), dict) else {}
-        game_id = params.get("id")
-        op = request.get("op") if isinstance(request, dict) else None
-        if "result" in ack and op in ("create", "update", "delete"):
-            target = ack["result"]["id"] if op == "create" else game_id
-            model.acknowledged(case, op, target, params.get("game") if op != "delete" else None)
-        model.check(case, (game_id,) if type(game_id) is str else ())
 
     return _cases(), execute, sio.disconnect

@@ -104,6 +104,31 @@ def invalid_requests() -> st.SearchStrategy[Any]:
     return st.one_of(wrong_member, wrong_params, JSON_VALUES, st.binary(max_size=200), st.text(max_size=100))
 
 
+def judge(case: Any, label: str, valid: bool, request: Any, answer: dict[str, Any], tally: Tally,
+          model: Model) -> None:
+    """What the WebSocket and socket.io fuzzers check of one answer to `request`:
+    the schema, no INTERNAL, a valid request not refused, and the stored data
+    changed only as an acknowledged write says."""
+    error = answer.get("error") or {}
+    tally.saw(f"{label} {error.get('code', 'result')}")
+    problems = ws_message_errors(answer)
+    if problems:
+        tally.fail(case, f"reply outside the schema: {problems[:3]}")
+    if error.get("code") == INTERNAL:
+        tally.server_errors += 1
+        tally.fail(case, f"INTERNAL: {error.get('message')}")
+    if valid and error.get("code") not in (None, "NOT_FOUND"):
+        tally.fail(case, f"a valid request was refused: {error}")
+    is_request = isinstance(request, dict)
+    params = request.get("params") if is_request and isinstance(request.get("params"), dict) else {}
+    game_id = params.get("id")
+    op = request.get("op") if is_request else None
+    if "result" in answer and op in ("create", "update", "delete"):
+        target = answer["result"]["id"] if op == "create" else game_id
+        model.acknowledged(case, op, target, params.get("game") if op != "delete" else None)
+    model.check(case, (game_id,) if type(game_id) is str else ())
+
+
 def fuzzer(endpoint: str):
     ws = Client.connect(endpoint)
     strategy = st.one_of(st.tuples(st.just(True), valid_requests()), st.tuples(st.just(False), invalid_requests()))
@@ -122,27 +147,11 @@ def fuzzer(endpoint: str):
         if reply is None:
             tally.fail(case, "no reply")
             return
-        problems = ws_message_errors(reply)
         answer = json.loads(reply)
-        error = answer.get("error") or {}
-        tally.saw(f"{'valid' if valid else 'invalid'} {error.get('code', 'result')}")
-        if problems:
-            tally.fail(case, f"reply outside the schema: {problems[:3]}")
-        if error.get("code") == INTERNAL:
-            tally.server_errors += 1
-            tally.fail(case, f"INTERNAL: {error.get('message')}")
-        is_request = isinstance(request, dict)
-        if valid and is_request and answer.get("request_id") != request["request_id"]:
+        valid_request = valid and isinstance(request, dict)
+        if valid_request and answer.get("request_id") != request["request_id"]:
             tally.fail(case, f"reply names request {answer.get('request_id')!r}")
-        if valid and error.get("code") not in (None, "NOT_FOUND"):
-            tally.fail(case, f"a valid request was refused: {error}")
-        params = request.get("params") if is_request and isinstance(request.get("params"), dict) else {}
-        game_id = params.get("id")
-        op = request.get("op") if is_request else None
-        if "result" in answer and op in ("create", "update", "delete"):
-            target = answer["result"]["id"] if op == "create" else game_id
-            model.acknowledged(case, op, target, params.get("game") if op != "delete" else None)
-        model.check(case, (game_id,) if type(game_id) is str else ())
+        judge(case, "valid" if valid else "invalid", valid, request, answer, tally, model)
 
     def close() -> None:
         if ws.connected:  # else the server closed it, and the cases after that failed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,17 +88,11 @@ def load(results_dir: Path) -> Inputs:
 
 
 def _serves_crud(name: str, ctx: dict[str, Any], discovered: list[str] | None) -> bool:
+    """By the run's own record of its operations; an older run's, by the lab's now."""
     operations = ctx["implementations"][name].get("operations")
     if operations is not None:
         return "get" in operations
-    return discovered is None or name in discovered or name not in _push_only()
-
-
-@functools.cache
-def _push_only() -> frozenset[str]:
-    from lab.registry import discover
-
-    return frozenset(i.name for i in discover() if not i.serves("get"))
+    return discovered is None or name in discovered
 
 
 def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:

@@ -44,11 +44,16 @@ def _cell(r: dict[str, Any]) -> str:
 def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Heading(2, "Push: SSE and WebSocket under load (Timeplus, Pathan)", "push"))
     data = read_json(results_dir / "load" / "push-latest.json")
-    if not data:
+    if data:
+        load_runs(page, data)
+    else:
         page.add(Para("Not measured: run `python -m load.push` (Timeplus's and Pathan's scenarios, ~9 min) "
                       "to fill this section."))
-        wire(page, read_json(results_dir / "capture" / "push-latest.json"))
-        return []
+    wire(page, read_json(results_dir / "capture" / "push-latest.json"))
+    return []
+
+
+def load_runs(page: Page, data: dict[str, Any]) -> None:
     ctx = data["context"].get("push", {})
     pins = ctx.get("pinning", {})
     load0, load1 = ctx.get("load_average_start", [0]), ctx.get("load_average_end", [0])
@@ -66,8 +71,6 @@ def section(page: Page, results_dir: Path) -> list[str]:
         (" (quick run: short windows)" if ctx.get("quick") else "") + "."))
     timeplus(page, data)
     pathan(page, data)
-    wire(page, read_json(results_dir / "capture" / "push-latest.json"))
-    return []
 
 
 def timeplus(page: Page, data: dict[str, Any]) -> None:
@@ -203,8 +206,8 @@ def wire(page: Page, data: dict[str, Any] | None) -> None:
         cells = []
         for b in batches:
             r = per.get(b)
-            cells.append("–" if r is None else
-                         f"{r['per_event_to_client_payload']:,.1f} / {r['per_message_to_client']['frame_bytes'] / b:,.1f}")
+            frames = None if r is None else r["per_message_to_client"]["frame_bytes"] / b
+            cells.append("–" if r is None else f"{r['per_event_to_client_payload']:,.1f} / {frames:,.1f}")
         first = per[min(per)]
         table.append([name, transport, *cells, f"{first['setup_teardown_to_client']['frame_bytes']:,.0f}"])
     page.add(Table(head, table,

@@ -139,7 +139,8 @@ def test_malformed_body_is_invalid(served, seeded, body):
 
 @pytest.mark.parametrize("frame", [b'{"request_id": 1, "op": ["get"], "params": {"id": "730"}}',
                                    b'{"request_id": 1, "op": {"get": 1}}', b'{"request_id": 1, "op": 5}',
-                                   b'{"request_id": 1, "op": null}', b'{"request_id": 1, "op": "get", "params": ["730"]}'])
+                                   b'{"request_id": 1, "op": null}',
+                                   b'{"request_id": 1, "op": "get", "params": ["730"]}'])
 @only("ws", "socketio", reason="{protocol}: its requests are not JSON objects with an op")
 def test_a_message_whose_op_or_params_has_the_wrong_type_is_invalid(served, frame):
     """Found by make fuzz: an op that is a list or an object (unhashable) was INTERNAL."""
