@@ -26,7 +26,6 @@ from lab.processes import free_port
 from lab.registry import discover
 
 
-
 def of(protocol: str) -> list[str]:
     """Every implementation of `protocol` (Python, Go, Node.js): each is held to the same rules."""
     return [impl.name for impl in discover() if impl.protocol == protocol]
