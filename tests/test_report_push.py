@@ -79,8 +79,9 @@ def test_bytes_per_pushed_event_from_make_capture(tmp_path):
         r50 = next(r for r in data["rows"] if (r["implementation"], r["transport"], r["batch"])
                    == (r1["implementation"], r1["transport"], 50))
         row = _row(text, r1["implementation"], r1["transport"])
+        frames50 = r50["per_message_to_client"]["frame_bytes"] / 50
         assert (f"| {r1['per_event_to_client_payload']:,.1f} / {r1['per_message_to_client']['frame_bytes']:,.1f} "
-                f"| {r50['per_event_to_client_payload']:,.1f} / {r50['per_message_to_client']['frame_bytes'] / 50:,.1f} "
+                f"| {r50['per_event_to_client_payload']:,.1f} / {frames50:,.1f} "
                 f"| {r1['setup_teardown_to_client']['frame_bytes']:,.0f} |") in row
     assert f"a {data['short']}- and a {data['long']}-message subscription differenced" in text
 
