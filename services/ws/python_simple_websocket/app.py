@@ -30,6 +30,7 @@ from services.common.store import Store
 # MAX_REQUEST_BYTES is enforced per message with an error reply, keeping the
 # connection. A reply over MAX_RESPONSE_BYTES becomes a RESOURCE_EXHAUSTED reply.
 MAX_FRAME_BYTES = LIMITS["max_frame_bytes"]
+CLOSE_WAIT_S = 1.0  # at most, for the close answer to be written (a peer not reading)
 
 app = Flask(__name__)
 store = Store()
@@ -132,6 +133,11 @@ def websocket() -> Response:
         pass
     finally:
         push.disconnect(conn)
+        # simple-websocket's reader thread answers a close and only then writes
+        # that answer; gunicorn closes the socket as soon as this returns. Under
+        # gthread the close frame was lost (7 of 399 closes): the client saw
+        # 1006. Its thread ends once the answer is written.
+        ws.thread.join(timeout=CLOSE_WAIT_S)
     return _Closed()
 
 
