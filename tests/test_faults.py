@@ -252,3 +252,17 @@ def test_embedded_server_restarts_on_the_same_storage_and_port(tmp_path):
             assert client.protolab.t.find_one({"_id": "kept"}) == {"_id": "kept"}
     finally:
         server.stop()
+
+
+def test_python_server_selection_still_waits_on_the_constant_the_store_lowers():
+    """services/common/store.py lowers pymongo's wait between server-selection
+    looks (a private constant); if pymongo stops reading it there, the slow-
+    database answers above grow past the timeout again. This says so first."""
+    import inspect
+
+    import pymongo
+    from pymongo.synchronous.topology import Topology
+
+    import services.common.store  # noqa: F401 - sets the constant
+    assert pymongo.common.MIN_HEARTBEAT_INTERVAL == 0.05
+    assert "common.MIN_HEARTBEAT_INTERVAL" in inspect.getsource(Topology._select_servers_loop)

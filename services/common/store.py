@@ -48,6 +48,11 @@ COLLECTION = "games"
 # a database link shaped to 8 kbit/s, tests/test_faults.py). A 50 ms wait keeps
 # the answer within the timeout. The same constant spaces the checks a waiting
 # selection asks the monitor for: while the database is lost, every 50 ms.
+# A private constant (pymongo 4.20): should an upgrade drop it, say so here rather
+# than let the slow-database answers quietly grow again (tests/test_faults.py
+# checks that server selection still waits on it).
+if not hasattr(pymongo.common, "MIN_HEARTBEAT_INTERVAL"):
+    raise ImportError("pymongo.common.MIN_HEARTBEAT_INTERVAL is gone: revisit services/common/store.py")
 pymongo.common.MIN_HEARTBEAT_INTERVAL = 0.05
 
 
