@@ -56,7 +56,7 @@ from clients import check_health
 from clients.protocols import get as protocol_descriptor
 from lab import dockerd, interpreter, settings
 from lab.database import Database, durability_text, external, mode_text, secantus_flags
-from lab.processes import free_port
+from lab.processes import free_ports
 from lab.registry import Implementation, discover, glob_files, select
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
@@ -424,7 +424,7 @@ class ComposeStack:
         self.timings["build_s_each"] = each
 
     def up(self) -> None:
-        self.ports = {MONGO_SERVICE: free_port()} | {s: free_port() for s in self.services}
+        self.ports = dict(zip([MONGO_SERVICE, *self.services], free_ports(1 + len(self.services)), strict=True))
         t0 = time.monotonic()
         self.compose("up", "-d", "--no-build", MONGO_SERVICE, *self.services, timeout=startup_timeout())
         self.wait_healthy(deadline=t0 + startup_timeout())

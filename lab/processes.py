@@ -14,7 +14,10 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
+
+import psutil
 
 _PR_SET_PDEATHSIG = 1
 
@@ -27,9 +30,38 @@ def die_with_parent() -> None:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    return free_ports(1, host)[0]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` ports free now and distinct from one another: each stays bound
+    until all are chosen (one at a time, the kernel may hand a just-released
+    port out again, and two services started together then race for it)."""
+    with ExitStack() as held:
+        ports = []
+        for _ in range(count):
+            sock = held.enter_context(socket.socket())
+            sock.bind((host, 0))
+            ports.append(sock.getsockname()[1])
+        return ports
+
+
+def listens_on(pid: int, port: int) -> bool:
+    """Whether the process or one of its children listens on TCP `port` (a
+    service that lost its port to another process may still look healthy
+    for a moment: the other one answers)."""
+    try:
+        tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    for proc in tree:
+        try:
+            if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+                   for c in proc.net_connections(kind="tcp")):
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return False
 
 
 class ProcessFailed(RuntimeError):

@@ -21,7 +21,7 @@ from clients.base import GameClient
 from lab import settings
 from lab.build import build_all
 from lab.database import Database, database
-from lab.processes import Process, ProcessFailed, free_port
+from lab.processes import Process, ProcessFailed, free_ports, listens_on
 from lab.registry import Implementation, select
 from services.common.store import Store
 
@@ -64,9 +64,8 @@ class Lab:
         return gone
 
 
-def _launch(impl: Implementation, db: Database, logs: Path, fixed_port: int | None) -> tuple[Process, str]:
+def _launch(impl: Implementation, db: Database, logs: Path, port: int) -> tuple[Process, str]:
     host = settings.host()
-    port = fixed_port or free_port(host)
     process = Process(
         impl.name, impl.argv(), logs / f"{impl.name.replace('/', '-')}.log",
         env={"PORT": str(port), "HOST": host, "MONGODB_URI": db.uri, **impl.env()},
@@ -87,16 +86,23 @@ def _start_native(implementations: Sequence[Implementation], db: Database, logs:
         # Processes are spawned from this thread only: a child's parent-death
         # signal (die_with_parent) fires when the thread that spawned it ends.
         launched = []
+        ports = iter(free_ports(sum(1 for _, fixed in pending if not fixed), settings.host()))
         for impl, fixed in pending:
-            process, endpoint = _launch(impl, db, logs, fixed)
+            port = fixed or next(ports)
+            process, endpoint = _launch(impl, db, logs, port)
             owned.append(process)
-            launched.append((impl, fixed, process, endpoint))
+            launched.append((impl, fixed, process, endpoint, port))
+
+        def ready(impl: Implementation, process: Process, endpoint: str, port: int) -> bool:
+            # healthy, and on its own port: not another process answering there
+            check_health(impl.protocol, endpoint)  # raises until it answers
+            return listens_on(process.pid, port)
         with ThreadPoolExecutor(max_workers=len(launched) or 1) as pool:
-            waits = [pool.submit(process.wait_until, lambda i=impl, e=endpoint: check_health(i.protocol, e) or True,
-                                 settings.STARTUP_TIMEOUT, "healthy")
-                     for impl, _, process, endpoint in launched]
+            waits = [pool.submit(process.wait_until, lambda a=(impl, process, endpoint, port): ready(*a),
+                                 settings.STARTUP_TIMEOUT, "healthy on its own port")
+                     for impl, _, process, endpoint, port in launched]
         pending = []
-        for (impl, fixed, process, endpoint), wait in zip(launched, waits, strict=True):
+        for (impl, fixed, process, endpoint, _), wait in zip(launched, waits, strict=True):
             error = wait.exception()
             if error is None:
                 started[impl.name] = (process, endpoint)

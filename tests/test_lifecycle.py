@@ -105,3 +105,27 @@ def test_a_failing_test_still_stops_the_lab(tmp_path):
     pids = [int(p) for p in pid_file.read_text().split()]
     assert len(pids) >= 5
     assert _wait_gone(pids) == []
+
+
+def test_distinct_free_ports_for_services_started_together():
+    from lab.processes import free_ports
+    ports = free_ports(300)
+    assert len(set(ports)) == 300
+
+
+@pytest.mark.parametrize("name", ["rest/python_flask", "rest/node_fastify"])
+def test_a_service_whose_port_is_taken_is_not_taken_for_healthy(lab, tmp_path, name):
+    """Another healthy service of the same protocol answering on the port (it
+    got there first) must not pass for this one, which could not bind it and
+    is exiting: the lab says it failed instead of running its tests against a
+    dead process (a CI run once stopped at its first test that way)."""
+    from lab.processes import ProcessFailed
+    from lab.stack import _start_native, stop_all
+    taken = int(lab.endpoints["rest/go_nethttp"].rsplit(":", 1)[1].split("/")[0])
+    owned = []
+    try:
+        with pytest.raises(ProcessFailed, match="exited with status"):
+            _start_native(select([name]), lab.database, tmp_path, [taken], owned)
+    finally:
+        stop_all(owned)
+    assert lab.processes["rest/go_nethttp"].popen.poll() is None  # the port's owner is untouched
