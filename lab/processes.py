@@ -17,8 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-import psutil
-
 _PR_SET_PDEATHSIG = 1
 
 
@@ -46,22 +44,29 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
         return ports
 
 
+def tcp_sockets(pid: int, port: int, status: str) -> int:
+    """The process's and its children's TCP sockets on local `port` in
+    `status` (psutil.CONN_LISTEN, CONN_ESTABLISHED, ...)."""
+    import psutil  # not at the top: `make db` imports this module before .venv has psutil
+    try:
+        tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    count = 0
+    for proc in tree:
+        try:
+            count += sum(1 for c in proc.net_connections(kind="tcp")
+                         if c.status == status and c.laddr and c.laddr.port == port)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return count
+
+
 def listens_on(pid: int, port: int) -> bool:
     """Whether the process or one of its children listens on TCP `port` (a
     service that lost its port to another process may still look healthy
     for a moment: the other one answers)."""
-    try:
-        tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return False
-    for proc in tree:
-        try:
-            if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
-                   for c in proc.net_connections(kind="tcp")):
-                return True
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return False
+    return tcp_sockets(pid, port, "LISTEN") > 0  # psutil.CONN_LISTEN
 
 
 class ProcessFailed(RuntimeError):

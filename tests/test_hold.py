@@ -23,6 +23,7 @@ import pytest
 
 from clients.protocols import get as protocol
 from lab import dataset
+from lab.processes import tcp_sockets
 from lab.registry import select
 from lab.testing import CRUD_OPERATIONS
 
@@ -121,14 +122,6 @@ def k6_binary():
         pytest.skip(str(exc))
 
 
-def established(pid: int, port: int) -> int:
-    count = 0
-    for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
-        count += sum(1 for c in proc.net_connections(kind="tcp")
-                     if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)
-    return count
-
-
 @pytest.mark.parametrize("name", WS_HOLDING)
 def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, name):
     """1,000 k6 WebSocket clients, each on its own connection for 15 s after it opens, one
@@ -157,7 +150,7 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
     peak = 0
     try:
         while run.poll() is None:
-            peak = max(peak, established(lab.pids[name], port))
+            peak = max(peak, tcp_sockets(lab.pids[name], port, psutil.CONN_ESTABLISHED))
             time.sleep(1.0)
         run.wait(timeout=130)
     finally:

@@ -129,3 +129,13 @@ def test_a_service_whose_port_is_taken_is_not_taken_for_healthy(lab, tmp_path, n
     finally:
         stop_all(owned)
     assert lab.processes["rest/go_nethttp"].popen.poll() is None  # the port's owner is untouched
+
+
+def test_what_make_bootstrap_runs_before_the_venv_needs_only_the_standard_library():
+    """`make bootstrap` builds the database and the Go/Node.js services with the
+    system's python3 while pip fills .venv (Makefile: db, builds): those modules
+    import nothing outside the standard library (a CI run once failed there)."""
+    code = "import lab.database, lab.build; print('ok')"
+    done = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
