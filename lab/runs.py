@@ -9,8 +9,11 @@ the machine cannot land on one mode only.
 --check compares saved runs without running anything: each implementation's
 median ÷ direct's median per run, side by side, and its largest deviation
 from the middle run's ratio (the median of the runs); exit status 1 when one
-exceeds the tolerance. The files are pytest-benchmark's own JSON
-(--benchmark-json=F) or the lab's results/benchmarks/<mode>-<date>.json.
+exceeds the tolerance. Under each operation, direct's own median per run,
+and the runs in which it moved more than 10 % from the middle run's (a machine
+that changed speed: their ratios are not comparable). The files are
+pytest-benchmark's own JSON (--benchmark-json=F) or the lab's
+results/benchmarks/<mode>-<date>.json.
 
 Each run is a whole `pytest --benchmark-only` (its own lab, its own result
 file). The summary gives, per operation and implementation, the median of the
@@ -123,27 +126,40 @@ def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n:
     return "\n".join(lines)
 
 
+# `direct` (the store called in the test process) is the yardstick of every
+# ratio; a run whose direct median moved more than this from the middle run's
+# ran on a machine that changed speed (README: "How many cycles a ±3 % ratio needs").
+MACHINE_CHANGED = 0.10
+
+
 def ratios_of(path: Path) -> dict[str, dict[str, float]]:
     """{operation: {subject: median ÷ direct's median}} of one saved run, in either format."""
+    medians = medians_of(path)
+    return {op: {s: m / rows["direct"] for s, m in rows.items() if s != "direct"}
+            for op, rows in medians.items() if "direct" in rows}
+
+
+def medians_of(path: Path) -> dict[str, dict[str, float]]:
+    """{operation: {subject: median, µs}} of one saved run, in either format."""
     data = json.loads(path.read_text())
     medians: dict[str, dict[str, float]] = {}
     if "benchmarks" in data:  # pytest-benchmark's --benchmark-json
         for b in data["benchmarks"]:
             subject = (b.get("params") or {}).get("subject")
             if subject:
-                medians.setdefault(b["group"], {})[subject] = b["stats"]["median"]
+                medians.setdefault(b["group"], {})[subject] = b["stats"]["median"] * 1e6  # s -> µs
     elif "results" in data:
         for op, rows in data["results"].items():
             medians[op] = {s: r["median"] for s, r in rows.items()}
     else:
         raise SystemExit(f"{path}: neither pytest-benchmark JSON nor a protolab result")
-    return {op: {s: m / rows["direct"] for s, m in rows.items() if s != "direct"}
-            for op, rows in medians.items() if "direct" in rows}
+    return medians
 
 
 def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
     """The runs' ratios side by side; whether every one is within tolerance of the middle."""
     runs = [ratios_of(p) for p in paths]
+    directs = [medians_of(p) for p in paths]
     ok = True
     lines = [f"median ÷ direct median, per run ({', '.join(p.name for p in paths)}); "
              f"dev: largest deviation from the middle (median) of the runs, tolerance ±{tolerance:.0%}"]
@@ -160,8 +176,25 @@ def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
             ok &= not bad
             lines.append(f"{s:<30}" + "".join(f"{v:>9.3f}" for v in values)
                          + f"{spread['median']:>9.3f}{spread['max_deviation']:>7.1%}" + (" !" if bad else ""))
+        lines += _yardstick(op, [d.get(op, {}).get("direct") for d in directs])
     lines += ["", "all within tolerance" if ok else "NOT all within tolerance (marked !)"]
     return "\n".join(lines), ok
+
+
+def _yardstick(op: str, medians: list[float | None]) -> list[str]:
+    """direct's own median per run (µs), and the runs in which it moved more
+    than MACHINE_CHANGED from the middle: their ratios are another machine's."""
+    if any(m is None for m in medians):
+        return []
+    values = [float(m) for m in medians]  # type: ignore[arg-type]
+    middle = statistics.median(values)
+    lines = [f"{'(direct median, µs)':<30}" + "".join(f"{v:>9.0f}" for v in values)
+             + f"{middle:>9.0f}{_spread(values)['max_deviation']:>7.1%}"]
+    for i, v in enumerate(values):
+        if abs(v / middle - 1) > MACHINE_CHANGED:
+            lines.append(f"  run {i + 1}: direct's {op} median moved {v / middle - 1:+.0%} from the middle "
+                         f"run's: the machine changed speed; its ratios are not comparable")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

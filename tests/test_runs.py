@@ -50,3 +50,18 @@ def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tm
     paths[2].write_text(json.dumps(bench_json(2.2, 1.0)))
     text, ok = check(paths, 0.03)
     assert not ok and text.rstrip().endswith("NOT all within tolerance (marked !)")
+
+
+def test_check_names_a_run_whose_direct_median_moved_past_ten_percent(tmp_path):
+    def bench_json(rest: float, direct: float) -> dict:
+        return {"benchmarks": [
+            {"group": "fetch-one", "params": {"subject": "rest/python_flask"}, "stats": {"median": rest}},
+            {"group": "fetch-one", "params": {"subject": "direct"}, "stats": {"median": direct}}]}
+    paths = []
+    for i, direct in enumerate([488e-6, 479e-6, 583e-6]):  # seconds, as pytest-benchmark writes them
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(bench_json(direct * 4.9, direct)))
+    text, _ = check(paths, 0.03)
+    assert "(direct median, µs)" in text and "488      479      583      488" in text
+    assert "run 3: direct's fetch-one median moved +19%" in text
+    assert "run 1:" not in text and "run 2:" not in text
