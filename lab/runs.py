@@ -132,9 +132,8 @@ def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n:
 MACHINE_CHANGED = 0.10
 
 
-def ratios_of(path: Path) -> dict[str, dict[str, float]]:
-    """{operation: {subject: median ÷ direct's median}} of one saved run, in either format."""
-    medians = medians_of(path)
+def ratios(medians: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """{operation: {subject: median ÷ direct's median}} of one run's medians."""
     return {op: {s: m / rows["direct"] for s, m in rows.items() if s != "direct"}
             for op, rows in medians.items() if "direct" in rows}
 
@@ -158,8 +157,8 @@ def medians_of(path: Path) -> dict[str, dict[str, float]]:
 
 def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
     """The runs' ratios side by side; whether every one is within tolerance of the middle."""
-    runs = [ratios_of(p) for p in paths]
-    directs = [medians_of(p) for p in paths]
+    medians = [medians_of(p) for p in paths]  # each file read once
+    runs = [ratios(m) for m in medians]
     ok = True
     lines = [f"median ÷ direct median, per run ({', '.join(p.name for p in paths)}); "
              f"dev: largest deviation from the middle (median) of the runs, tolerance ±{tolerance:.0%}"]
@@ -176,7 +175,7 @@ def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
             ok &= not bad
             lines.append(f"{s:<30}" + "".join(f"{v:>9.3f}" for v in values)
                          + f"{spread['median']:>9.3f}{spread['max_deviation']:>7.1%}" + (" !" if bad else ""))
-        lines += _yardstick(op, [d.get(op, {}).get("direct") for d in directs])
+        lines += _yardstick(op, [m.get(op, {}).get("direct") for m in medians])
     lines += ["", "all within tolerance" if ok else "NOT all within tolerance (marked !)"]
     return "\n".join(lines), ok
 

@@ -36,11 +36,14 @@ def test_each_ratio_to_direct_has_its_spread_across_runs():
     assert "2.05 [2.00–2.20] ±7.3%" in markdown(summarize(runs), ["native"], 3)
 
 
+def bench_json(rest: float, direct: float) -> dict:
+    """pytest-benchmark's JSON of one fetch-one run: REST and direct medians (s)."""
+    return {"benchmarks": [
+        {"group": "fetch-one", "params": {"subject": "rest/python_flask"}, "stats": {"median": rest}},
+        {"group": "fetch-one", "params": {"subject": "direct"}, "stats": {"median": direct}}]}
+
+
 def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tmp_path):
-    def bench_json(rest: float, direct: float) -> dict:
-        return {"benchmarks": [
-            {"group": "fetch-one", "params": {"subject": "rest/python_flask"}, "stats": {"median": rest}},
-            {"group": "fetch-one", "params": {"subject": "direct"}, "stats": {"median": direct}}]}
     paths = []
     for i, (rest, direct) in enumerate([(2.00, 1.0), (2.02, 1.0), (2.05, 1.0)]):
         paths.append(tmp_path / f"run{i}.json")
@@ -53,10 +56,6 @@ def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tm
 
 
 def test_check_names_a_run_whose_direct_median_moved_past_ten_percent(tmp_path):
-    def bench_json(rest: float, direct: float) -> dict:
-        return {"benchmarks": [
-            {"group": "fetch-one", "params": {"subject": "rest/python_flask"}, "stats": {"median": rest}},
-            {"group": "fetch-one", "params": {"subject": "direct"}, "stats": {"median": direct}}]}
     paths = []
     for i, direct in enumerate([488e-6, 479e-6, 583e-6]):  # seconds, as pytest-benchmark writes them
         paths.append(tmp_path / f"run{i}.json")
