@@ -27,7 +27,41 @@ def interleaved(request: pytest.FixtureRequest, lab, client_of):
     suite = Suite(lab, client_of, selected_subjects(request.session.items),
                   enabled=not request.config.getoption("benchmark_disable"))
     request.config.stash[SUITE_KEY] = suite
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    if reporter is not None and capture is not None and suite.enabled:
+        def show(result: Any) -> None:
+            with capture.global_and_fixture_disabled():  # to the terminal, mid-test
+                early_table(reporter.write_line, result)
+        suite.on_measured = show
     return suite.run
+
+
+def row(per_round: list[float], result: Any, subject: str) -> dict[str, Any]:
+    """A subject's statistics (µs) from its per-operation times (s), with the
+    CPU split and ratio the interleaved measurement gave it."""
+    out = {**summarize(per_round), "data_s": per_round}
+    if result is not None and subject in result.times:
+        out["cpu_us_per_op"] = result.cpu_us.get(subject, {})
+        out["wall_us_per_op"] = result.wall_us.get(subject)
+        if subject in result.ranking.get("to_baseline", {}):
+            out["ratio_to_direct"] = result.ranking["to_baseline"][subject]
+    return out
+
+
+def early_table(write: Any, result: Any) -> None:
+    """An operation's table as soon as it is measured (the first one a few
+    minutes into a run, not at its end); the summary repeats it with the others."""
+    if not result.times:
+        return
+    rows = {s: row(times, result, s) for s, times in result.times.items()}
+    write("")
+    for line in table(result.operation, rows, result.ranking, result.design.describe()):
+        write(line)
+    for line in ranking_lines(result.ranking):
+        write(line)
+    write(f"({result.operation} measured in {result.seconds:.0f} s; every table again at the end, "
+          f"with the noise guard)")
 
 
 def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
@@ -44,14 +78,9 @@ def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
         per_round = [t / bench.iterations for t in bench.stats.data] if bench.iterations > 1 \
             else list(bench.stats.data)
         subject = bench.params["subject"]
-        row = {**summarize(per_round), "iterations": bench.iterations, "data_s": per_round}
         result = suite.results.get(bench.group) if suite else None
-        if result is not None and subject in result.times:
-            row["cpu_us_per_op"] = result.cpu_us.get(subject, {})
-            row["wall_us_per_op"] = result.wall_us.get(subject)
-            if subject in result.ranking.get("to_baseline", {}):
-                row["ratio_to_direct"] = result.ranking["to_baseline"][subject]
-        found.setdefault(bench.group, {})[subject] = row
+        found.setdefault(bench.group, {})[subject] = {**row(per_round, result, subject),
+                                                      "iterations": bench.iterations}
     return found
 
 

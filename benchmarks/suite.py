@@ -98,6 +98,7 @@ class Suite:
         self.design = design or design_from_env()
         self.results: dict[str, Result] = {}
         self.noise_before: dict[str, Any] | None = None
+        self.on_measured: Callable[[Result], None] | None = None  # called as each operation is measured
 
     def clocks(self, subjects: list[str]) -> dict[str, CpuClock]:
         db_pid = getattr(self.lab.database, "pid", None)
@@ -147,6 +148,8 @@ class Suite:
                 result.cpu_us[subject] = {p: ns / n / 1e3 for p, ns in per_process.items()}
                 result.wall_us[subject] = measured.wall_ns[subject] / n / 1e3
             result.ranking = rank(result.times, self.design.block)
+            if self.on_measured is not None:
+                self.on_measured(result)
         finally:
             if op.creates:
                 dataset.reset(collection, [], indexes=False)

@@ -92,3 +92,29 @@ def test_ratio_interval_covers_the_true_ratio_at_about_its_confidence():
         low, high = ratio_interval(boot["a"], boot["b"], confidence=0.9)
         covered += low <= 100 / 150 <= high
     assert 0.8 <= covered / trials <= 0.99
+
+
+def test_an_operations_table_is_printed_as_soon_as_it_is_measured():
+    """benchmarks/conftest.py early_table: the table, its ranking and the time
+    it took, from the operation's interleaved result alone (synthetic times:
+    b is twice direct in every cycle)."""
+    from benchmarks.conftest import early_table
+    from benchmarks.interleave import Design
+    from benchmarks.suite import Result
+    rng = random.Random(3)
+    direct = [0.001 * (1 + rng.uniform(-0.05, 0.05)) for _ in range(60)]
+    result = Result("fetch-one", Design(blocks=60), seconds=12.4,
+                    times={"direct": direct, "b": [2 * t for t in direct]},
+                    cpu_us={"direct": {"client": 400.0}, "b": {"client": 500.0, "service": 900.0}},
+                    wall_us={"direct": 1000.0, "b": 2000.0})
+    result.ranking = rank(result.times, 1)
+    lines: list[str] = []
+    early_table(lines.append, result)
+    text = "\n".join(lines)
+    b_row = next(line for line in lines if line.startswith("b "))
+    assert "2.00 [2.00–2.00]" in b_row and b_row.split()[-4:] == ["500", "900", "-", "600"]
+    assert "direct < b: ratio 0.50" in text
+    assert lines[-1].startswith("(fetch-one measured in 12 s;")
+    lines.clear()
+    early_table(lines.append, Result("insert", Design()))  # nothing measured (make test): nothing printed
+    assert lines == []
