@@ -60,7 +60,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=3, help="fernando: runs at each client count (default 3)")
     p.add_argument("--budget", type=float, default=600.0,
                    help="fernando: start no run after this many seconds (default 600; 0: no limit)")
-    p.add_argument("--out", help="result file name (default: <scenario>-<date>.json)")
+    p.add_argument("--out", type=_result_name, metavar="NAME",
+                   help="results/load/NAME-<date>.json and NAME-latest.json (default NAME: the scenario)")
+
+
+def _result_name(name: str) -> str:
+    """--out names a result in results/load (make report reads it there), never a path."""
+    if not name or "/" in name or name.startswith("."):
+        raise argparse.ArgumentTypeError(f"{name!r} is a path; give a name: the results go to results/load/")
+    return name
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,3 +85,13 @@ def test_pinning_disjoint():
         assert plan.services and plan.generator and not plan.services & plan.generator
     off = pinning.plan(False)
     assert not off.enabled and off.services == off.generator
+
+
+def test_out_names_a_result_and_refuses_a_path(capsys):
+    """--out is a name in results/load (a path once crashed the sweep after its runs)."""
+    from load.__main__ import parser
+    assert parser().parse_args(["--out", "mine"]).out == "mine"
+    for bad in ("/tmp/l1.json", "sub/x", "../x"):
+        with pytest.raises(SystemExit):
+            parser().parse_args(["--out", bad])
+        assert "give a name" in capsys.readouterr().err
