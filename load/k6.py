@@ -189,7 +189,6 @@ class K6Run:
         self.segment, self.segments, self.netns = segment, segments, netns
         self.dir = Path(tempfile.mkdtemp(prefix="protolab-k6-"))
         self.csv = self.dir / "samples.csv"
-        self.summary = self.dir / "summary.json"
         self.log = self.dir / "k6.log"
         self.popen: subprocess.Popen | None = None
         self.started = 0.0
@@ -201,7 +200,7 @@ class K6Run:
         plan_path.write_text(json.dumps(self.plan))
         self.plan_path = plan_path
         argv = [str(tools.k6()), "run", "--quiet", "--no-usage-report", "--no-color",
-                "--out", f"csv={self.csv}", "--summary-export", str(self.summary),
+                "--out", f"csv={self.csv}", "--no-summary", "--no-thresholds",
                 "--env", f"LAB_PLAN={plan_path}"]
         if self.segment:
             argv += ["--execution-segment", self.segment]
