@@ -166,18 +166,21 @@ def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
     ops += sorted({op for r in runs for op in r} - set(ops))
     for op in ops:
         subjects = [s for s in (runs[0].get(op) or {}) if all(s in r.get(op, {}) for r in runs)]
-        lines += ["", f"{op:<30}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(runs)))
+        lines += ["", f"{op:<{NAME_WIDTH}}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(runs)))
                   + f"{'middle':>9}{'dev':>8}"]
         for s in subjects:
             values = [r[op][s] for r in runs]
             spread = _spread(values)
             bad = spread["max_deviation"] > tolerance
             ok &= not bad
-            lines.append(f"{s:<30}" + "".join(f"{v:>9.3f}" for v in values)
+            lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
                          + f"{spread['median']:>9.3f}{spread['max_deviation']:>7.1%}" + (" !" if bad else ""))
         lines += _yardstick(op, [m.get(op, {}).get("direct") for m in medians])
     lines += ["", "all within tolerance" if ok else "NOT all within tolerance (marked !)"]
     return "\n".join(lines), ok
+
+
+NAME_WIDTH = 36  # the longest implementation name (ws/python_simple_websocket_gthread) and a space
 
 
 def _yardstick(op: str, medians: list[float | None]) -> list[str]:
@@ -187,7 +190,7 @@ def _yardstick(op: str, medians: list[float | None]) -> list[str]:
         return []
     values = [float(m) for m in medians]  # type: ignore[arg-type]
     middle = statistics.median(values)
-    lines = [f"{'(direct median, µs)':<30}" + "".join(f"{v:>9.0f}" for v in values)
+    lines = [f"{'(direct median, µs)':<{NAME_WIDTH}}" + "".join(f"{v:>9.0f}" for v in values)
              + f"{middle:>9.0f}{_spread(values)['max_deviation']:>7.1%}"]
     for i, v in enumerate(values):
         if abs(v / middle - 1) > MACHINE_CHANGED:
