@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from expect import expect
@@ -31,12 +32,20 @@ def lab_without_database(monkeypatch):
 
 
 def test_every_protocol_says_unavailable_and_keeps_serving(lab_without_database):
+    """Every service at once, each through its own client (each answer waits
+    out the database timeout, so one after another took ~35 s)."""
     lab, clients = lab_without_database
     game = dataset.games(1)[0]
-    for name, (impl, client) in clients.items():
+
+    def check(name: str) -> None:
+        impl, client = clients[name]
         for _ in range(2):  # and again: the first answer did not take the server down
             if impl.serves("get", "create"):  # a push-only service (SSE) has health alone
                 expect(impl.protocol, UNAVAILABLE, client.get, "730")
                 expect(impl.protocol, UNAVAILABLE, client.create, game)
             expect(impl.protocol, UNAVAILABLE, client.health)
         assert lab.pids[name] and os.waitpid(lab.pids[name], os.WNOHANG) == (0, 0), f"{name} exited"
+    with ThreadPoolExecutor(len(clients)) as pool:
+        futures = {name: pool.submit(check, name) for name in clients}
+    failures = {name: repr(f.exception()) for name, f in futures.items() if f.exception()}
+    assert not failures, failures

@@ -44,11 +44,26 @@ function databaseError(err) {
 // after it, as with any client that stops waiting.
 const DEADLINE_SLACK_MS = 50;
 
-async function guarded(operation) {
+// When the deadline comes first, a database the driver's monitor already
+// failed to reach is still a lost one: UNAVAILABLE. (With the database just
+// killed and every service asked at once on 2 cores, the driver's own
+// server-selection error came after the slack: node_yoga, node_grpcjs and
+// sse/node_http answered DEADLINE_EXCEEDED, tests/test_database_down.py.)
+function lostDatabase(client) {
+  const servers = [...(client.topology?.description?.servers?.values() ?? [])];
+  const lost = servers.length > 0 && servers.every((s) => s.type === 'Unknown' && s.error);
+  return lost ? servers[0].error : null;
+}
+
+async function guarded(client, operation) {
   let timer;
   const deadline = new Promise((resolve, reject) => {
-    timer = setTimeout(() => reject(new ContractError(
-      'DEADLINE_EXCEEDED', `database did not answer within ${TIMEOUT_MS} ms`)), TIMEOUT_MS + DEADLINE_SLACK_MS);
+    timer = setTimeout(() => {
+      const lost = lostDatabase(client);
+      reject(lost
+        ? new ContractError('UNAVAILABLE', `database unavailable: ${lost.message}`)
+        : new ContractError('DEADLINE_EXCEEDED', `database did not answer within ${TIMEOUT_MS} ms`));
+    }, TIMEOUT_MS + DEADLINE_SLACK_MS);
   });
   try {
     return await Promise.race([operation(), deadline]);
@@ -90,34 +105,34 @@ export class Store {
   async create(game) {
     const fields = checkGame(game);
     const id = new ObjectId().toHexString();
-    await guarded(() => this.games.insertOne({ _id: id, ...fields }));
+    await guarded(this.client, () => this.games.insertOne({ _id: id, ...fields }));
     return { id, ...fields };
   }
 
   async get(id) {
     checkId(id);
-    const doc = await guarded(() => this.games.findOne({ _id: id }));
+    const doc = await guarded(this.client, () => this.games.findOne({ _id: id }));
     if (doc === null) throw notFound(id);
     return publicGame(doc._id, doc);
   }
 
   async list(limit = DEFAULT_LIST_LIMIT, offset = 0) {
     const [l, o] = checkPage(limit, offset);
-    const docs = await guarded(() => this.games.find({}).sort({ _id: 1 }).skip(o).limit(l).toArray());
+    const docs = await guarded(this.client, () => this.games.find({}).sort({ _id: 1 }).skip(o).limit(l).toArray());
     return docs.map((doc) => publicGame(doc._id, doc));
   }
 
   async update(id, game) {
     checkId(id);
     const fields = checkGame(game);
-    const result = await guarded(() => this.games.replaceOne({ _id: id }, fields));
+    const result = await guarded(this.client, () => this.games.replaceOne({ _id: id }, fields));
     if (result.matchedCount === 0) throw notFound(id);
     return { id, ...fields };
   }
 
   async delete(id) {
     checkId(id);
-    const result = await guarded(() => this.games.deleteOne({ _id: id }));
+    const result = await guarded(this.client, () => this.games.deleteOne({ _id: id }));
     if (result.deletedCount === 0) throw notFound(id);
     return null;
   }
@@ -138,7 +153,7 @@ export class Store {
   }
 
   async health() {
-    await guarded(() => this.client.db('admin').command({ ping: 1 }));
+    await guarded(this.client, () => this.client.db('admin').command({ ping: 1 }));
     return null;
   }
 }
