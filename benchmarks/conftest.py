@@ -100,6 +100,9 @@ def table(operation: str, rows: dict[str, dict[str, Any]], ranking: dict[str, An
     if design:
         how = (f"; {design['rounds']} rounds each: {design['blocks']} cycles, each visiting every subject "
                f"in random order for {design['discard']} untimed + {design['block']} timed call(s)")
+        if design.get("baseline_visits", 1) > 1:
+            how += (f"; {design['baseline']} {design['baseline_visits']} visits a cycle "
+                    f"({design['baseline_rounds']} rounds)")
     lines = [f"{operation} (µs per operation{how})", head, "-" * len(head)]
     for subject in order:
         s = rows[subject]

@@ -12,6 +12,11 @@ code and database path back into a warm state) then `block` timed calls.
 the whole measurement. Design(block=1, discard=0) is per-call interleaving;
 a single block of everything per subject is the old sequential design.
 
+The baseline subject (`direct`) is visited `baseline_visits` times per cycle,
+each visit at its own random place in the cycle: it is the denominator of
+every ratio, so its sampling error moves all of them at once, and it is the
+cheapest subject to sample (see README, "How many cycles a ±3 % ratio needs").
+
 Hooks run outside the timed windows: after every untimed call, and after
 every block (the insert benchmark deletes what it created there, so every
 block of inserts starts from the same empty collection).
@@ -32,16 +37,28 @@ class Design:
     discard: int = 1      # untimed calls at the start of each visit
     blocks: int = 300     # cycles: every subject is visited this many times
     warmup: int = 30      # untimed calls per subject before the first cycle
+    baseline: str = "direct"
+    baseline_visits: int = 1  # visits of the baseline per cycle
 
     @property
     def rounds(self) -> int:
         return self.block * self.blocks
 
+    def visits(self, subject: str) -> int:
+        return self.baseline_visits if subject == self.baseline else 1
+
+    def per_cycle(self, subjects: list[str]) -> dict[str, int]:
+        """Timed rounds per cycle of each subject (the bootstrap's groups)."""
+        return {s: self.block * self.visits(s) for s in subjects}
+
     def describe(self) -> dict[str, Any]:
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
                 "blocks": self.blocks, "warmup": self.warmup, "rounds": self.rounds,
-                "order": "every cycle visits every subject once, in a fresh random order"}
+                "baseline": self.baseline, "baseline_visits": self.baseline_visits,
+                "baseline_rounds": self.rounds * self.baseline_visits,
+                "order": "every cycle visits every subject once (the baseline baseline_visits times), "
+                         "in a fresh random order"}
 
 
 @dataclass
@@ -74,7 +91,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
 
     for name in calls:
         untimed(name, design.warmup)
-    order = list(calls)
+    order = [name for name in calls for _ in range(design.visits(name))]
     for _ in range(design.blocks):
         rng.shuffle(order)
         for name in order:

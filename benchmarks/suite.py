@@ -9,8 +9,10 @@ discarded and one timed call per visit ("warm pairs"), had the steadiest
 ratios of the designs measured (README). Around each block the
 CPU time of the client process, the subject's service tree and the database
 is read (lab.resources.CpuClock), so every figure of a subject comes from the
-same rounds. Settings: LAB_BENCH_CYCLES (300), LAB_BENCH_BLOCK (1),
-LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30).
+same rounds. The baseline, the denominator of every ratio, is visited
+LAB_BENCH_BASELINE_VISITS times a cycle. Settings: LAB_BENCH_CYCLES (800),
+LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
+LAB_BENCH_BASELINE_VISITS (4).
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ FETCH_ID = dataset.fetch_id()
 def design_from_env() -> Design:
     def get(name: str, default: int) -> int:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
-    return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 300),
-                  warmup=get("WARMUP", 30))
+    return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
+                  warmup=get("WARMUP", 30), baseline_visits=get("BASELINE_VISITS", 4))
 
 
 def _check_insert(result: Any) -> None:
@@ -147,7 +149,7 @@ class Suite:
                 n = len(measured.times[subject])
                 result.cpu_us[subject] = {p: ns / n / 1e3 for p, ns in per_process.items()}
                 result.wall_us[subject] = measured.wall_ns[subject] / n / 1e3
-            result.ranking = rank(result.times, self.design.block)
+            result.ranking = rank(result.times, self.design.per_cycle(list(result.times)))
             if self.on_measured is not None:
                 self.on_measured(result)
         finally:

@@ -107,17 +107,19 @@ def compare(a: str, b: str, point: float, interval: tuple[float, float], confide
     return {"a": a, "b": b, "ratio": point, "ci": [low, high], "relation": relation, "text": text}
 
 
-def rank(data: dict[str, list[float]], block: int, baseline: str | None = "direct",
+def rank(data: dict[str, list[float]], block: int | dict[str, int], baseline: str | None = "direct",
          confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 1) -> dict:
     """Ratios to the baseline and every pairwise comparison, each with its
     bootstrap interval, and the ranking the intervals support.
 
-    data: {subject: per-round times in the order taken, cycle-major (block rounds per cycle)}.
+    data: {subject: per-round times in the order taken, cycle-major (block rounds per cycle;
+    a {subject: rounds per cycle} where subjects differ, as the oversampled baseline does)}.
     Returns {"confidence", "to_baseline": {subject: {ratio, ci}}, "pairs": [compare(...)],
     "order": [subjects by median], "chain": "a < b ~ c"}. In the chain, each
     neighbour in median order is joined by "<" when the interval of their ratio
     excludes 1 and by "~" when it does not."""
-    groups = {name: cycles_of(values, block) for name, values in data.items()}
+    groups = {name: cycles_of(values, block if isinstance(block, int) else block[name])
+              for name, values in data.items()}
     groups = {name: g for name, g in groups.items() if g}
     point = {name: _median([x for c in g for x in c]) for name, g in groups.items()}
     boot = bootstrap_medians(groups, resamples, seed)

@@ -118,3 +118,36 @@ def test_an_operations_table_is_printed_as_soon_as_it_is_measured():
     lines.clear()
     early_table(lines.append, Result("insert", Design()))  # nothing measured (make test): nothing printed
     assert lines == []
+
+
+def test_the_baseline_is_visited_several_times_a_cycle_each_visit_placed_at_random():
+    """benchmarks/interleave.measure with baseline_visits=4: direct gets 4 warm
+    pairs per cycle, the others 1, and every cycle holds every subject."""
+    from benchmarks.interleave import Design, measure
+    log: list[str] = []
+    calls = {name: (lambda name=name: log.append(name)) for name in ("a", "b", "direct")}
+    design = Design(block=1, discard=1, blocks=50, warmup=0, baseline_visits=4)
+    times = measure(calls, design, seed=7).times
+    assert {name: len(t) for name, t in times.items()} == {"a": 50, "b": 50, "direct": 200}
+    assert design.per_cycle(["a", "direct"]) == {"a": 1, "direct": 4}
+    cycles = [log[i:i + 12] for i in range(0, len(log), 12)]  # 6 visits x (1 untimed + 1 timed)
+    assert all(sorted(c) == sorted(["a"] * 2 + ["b"] * 2 + ["direct"] * 8) for c in cycles)
+    # direct's visits are spread: not always one run of 8 calls in the same place
+    assert len({"".join(x[0] for x in c) for c in cycles}) > 10
+
+
+def test_an_oversampled_baseline_narrows_every_ratio_to_it():
+    """Known answer: a/direct = 2. With the baseline sampled 4x per cycle the
+    interval of the ratio is narrower than with 1x, and both cover 2."""
+    rng = random.Random(8)
+    widths = {}
+    for visits in (1, 4):
+        data = {"a": [], "direct": []}
+        for _ in range(200):
+            data["a"].append(2.0 * rng.lognormvariate(0, 0.2))
+            data["direct"] += [rng.lognormvariate(0, 0.2) for _ in range(visits)]
+        result = rank(data, {"a": 1, "direct": visits}, resamples=400)
+        low, high = result["to_baseline"]["a"]["ci"]
+        assert low < 2.0 < high
+        widths[visits] = high - low
+    assert widths[4] < 0.85 * widths[1]
