@@ -146,7 +146,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     write = terminalreporter.write_line
     guard = None
     if suite is not None and suite.noise_before is not None:
-        guard = noise.verdict(suite.noise_before, noise.snapshot())
+        guard = noise.verdict(suite.noise_before, noise.snapshot(),
+                              baseline={op: r.times["direct"] for op, r in suite.results.items()
+                                        if "direct" in r.times})
     terminalreporter.section("protolab: latency per operation")
     rankings = {}
     for operation in [*OPERATIONS, *sorted(set(results) - set(OPERATIONS))]:

@@ -13,6 +13,13 @@ machine's speed changed under the run, so its absolute figures describe a
 mixture. THRESHOLD was chosen by measurement (README, "Noise guard"):
 back-to-back probes on a quiet-ish machine move by a few %, under a
 neighbour's compile by up to ~2x.
+
+The calibration is the best of seven short loops: it sees the machine's peak
+speed for a small pure-Python loop, and missed a machine whose CPU per
+operation rose 20 % between runs (it moved -4.6 %). So the guard also reads
+the run's own workload: the baseline's (direct's) median over the last fifth
+of each operation's cycles against the first fifth (`drift`), flagged beyond
+DRIFT_THRESHOLD.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from typing import Any
 from lab import interpreter
 
 THRESHOLD = float(os.environ.get("LAB_NOISE_THRESHOLD", "0.10"))
+DRIFT_THRESHOLD = float(os.environ.get("LAB_DRIFT_THRESHOLD", "0.05"))
+DRIFT_SHARE = 0.2
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -43,10 +52,32 @@ def snapshot() -> dict[str, Any]:
             "loadavg": list(os.getloadavg()), "cpu_ticks": cpu_counters()}
 
 
-def verdict(before: dict[str, Any], after: dict[str, Any], threshold: float = THRESHOLD) -> dict[str, Any]:
+def drift(times: list[float], share: float = DRIFT_SHARE) -> float | None:
+    """median(last `share` of the rounds) / median(first `share`) - 1, rounds in
+    the order taken: how much the subject slowed (+) or sped up (-) in the run."""
+    n = int(len(times) * share)
+    if n < 5:
+        return None
+    first, last = sorted(times[:n]), sorted(times[-n:])
+    return last[n // 2] / first[n // 2] - 1
+
+
+def verdict(before: dict[str, Any], after: dict[str, Any], threshold: float = THRESHOLD,
+            baseline: dict[str, list[float]] | None = None,
+            drift_threshold: float = DRIFT_THRESHOLD) -> dict[str, Any]:
     """The run's noise record: calibration change, steal and busy share of the
-    machine between the two snapshots, load averages, and whether to flag it."""
-    out: dict[str, Any] = {"threshold": threshold, "before": before, "after": after, "reasons": []}
+    machine between the two snapshots, load averages, the baseline's drift in
+    each operation ({operation: its rounds in order}), and whether to flag it."""
+    out: dict[str, Any] = {"threshold": threshold, "before": before, "after": after, "reasons": [],
+                           "drift_threshold": drift_threshold, "baseline_drift": {}}
+    for operation, times in (baseline or {}).items():
+        moved = drift(times)
+        if moved is None:
+            continue
+        out["baseline_drift"][operation] = moved
+        if abs(moved) > drift_threshold:
+            out["reasons"].append(f"direct's {operation} median moved {moved:+.1%} from the first fifth of "
+                                  f"the run to the last (threshold ±{drift_threshold:.0%})")
     cb, ca = before.get("calibration_us"), after.get("calibration_us")
     if cb and ca:
         out["calibration_change"] = ca / cb - 1
@@ -74,6 +105,8 @@ def describe(guard: dict[str, Any]) -> str:
                      f"({guard['calibration_change']:+.1%})")
     if b.get("loadavg") and a.get("loadavg"):
         parts.append(f"load average {b['loadavg'][0]:.1f} → {a['loadavg'][0]:.1f}")
+    if guard.get("baseline_drift"):
+        parts.append("direct's drift " + ", ".join(f"{op} {d:+.1%}" for op, d in guard["baseline_drift"].items()))
     if "steal_share" in guard:
         parts.append(f"steal {guard['steal_share']:.1%}, machine busy {guard['busy_share']:.0%} during the run")
     head = "NOISY RUN: " + "; ".join(guard["reasons"]) + ". " if guard.get("flagged") else "noise guard: ok; "

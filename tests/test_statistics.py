@@ -151,3 +151,21 @@ def test_an_oversampled_baseline_narrows_every_ratio_to_it():
         assert low < 2.0 < high
         widths[visits] = high - low
     assert widths[4] < 0.85 * widths[1]
+
+
+def test_the_noise_guard_flags_a_baseline_that_slowed_during_the_run_and_not_one_that_did_not():
+    """lab.noise: the calibration alone missed a machine whose CPU per operation
+    rose 20 %; the baseline's own rounds (last fifth vs first fifth) show it."""
+    from lab import noise
+    rng = random.Random(9)
+    steady = [250e-6 * rng.lognormvariate(0, 0.16) for _ in range(3200)]
+    slowed = steady[:1600] + [t * 1.15 for t in steady[1600:]]
+    before = {"calibration_us": 60.0, "loadavg": [1.0, 1.0, 1.0], "cpu_ticks": {}}
+    after = {**before, "calibration_us": 58.0}   # the calibration moved -3 %: within its threshold
+    quiet = noise.verdict(before, after, baseline={"fetch-one": steady})
+    assert quiet["flagged"] is False and abs(quiet["baseline_drift"]["fetch-one"]) < 0.03
+    loud = noise.verdict(before, after, baseline={"insert": steady, "fetch-one": slowed})
+    assert loud["flagged"] is True and 0.12 < loud["baseline_drift"]["fetch-one"] < 0.18
+    assert any("direct's fetch-one median moved +1" in r for r in loud["reasons"])
+    assert "direct's drift insert" in noise.describe(loud) and noise.describe(loud).startswith("NOISY RUN")
+    assert noise.drift([1.0] * 10) is None   # too few rounds to say
