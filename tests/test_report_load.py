@@ -49,10 +49,12 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
                                "results": {name: {"closed": closed, "open": [], "knee_rps": 321,
                                                   "concurrency": "gevent", "seconds": 61.0}}})
     _write(tmp_path, "kcheck", {"results": {"fetch-one": {name: {
-        "median_us": 900, "mean_us_from_throughput": 950.0, "clock": "k6 HTTP timings (µs)"}}}})
+        "median_us": 900, "mean_us_from_throughput": 950.0, "clock": "k6 HTTP timings (µs)"},
+        "ws/go_coder": {"median_us": 1, "mean_us_from_throughput": 300.0,
+                        "clock": "Date.now() in the script (1 ms)"}}}})
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "native-latest.json").write_text(json.dumps(
-        {"results": {"fetch-one": {name: {"median": 1800.0}}}}))
+        {"results": {"fetch-one": {name: {"median": 1800.0}, "ws/go_coder": {"median": 600.0}}}}))
     _write(tmp_path, "feathers", {"results": {
         name: [{"calls_per_connection": 1, "requests_per_s": 100.0,
                 "k6_bytes_per_call": {"sent": 80, "received": 150}}],
@@ -62,6 +64,9 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith(f"| {name}") and "321" in line)
     assert "| 5.0 |" in row and "invalid" in row and "1,234" in row and "| 111 |" in row
     assert "| 2.00 |" in text  # Python client ÷ k6 at fetch-one
+    # a millisecond clock: no median (a "1 µs" median gave 600x), the ratio from k6's mean
+    ws = next(line for line in text.splitlines() if line.startswith("| fetch-one | ws/go_coder"))
+    assert "| – | 300 | 600 | 2.00 (mean) |" in ws
     # the study's table beside the lab's: its rows, the lab's requests/s and the pair's ratio
     feathers = next(line for line in text.splitlines() if line.startswith("| 1 |") and "50 % slower" in line)
     assert "| 100 |" in feathers and "| 60 |" in feathers and "| 0.60 |" in feathers
