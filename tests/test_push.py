@@ -217,6 +217,28 @@ def test_websocket_unsubscribe_stops_the_feed(impl, lab):
         client.close()
 
 
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_unsubscribing_while_the_feed_pushes_keeps_the_connection(impl, lab):
+    """An unsubscribe that arrives while the server is writing a push: the reply
+    comes and the connection serves on (coder/websocket closes a connection
+    whose write's context is cancelled mid-write; the Go service cancelled the
+    feed's writes on unsubscribe and the client saw 1005). An unpaced feed of
+    large messages keeps a write under way nearly all the time; 40 rounds. Not
+    watched: the feed's contents are checked by the tests above, and checking
+    these thousands of 200-event messages took a minute per implementation."""
+    if PROTOCOL[impl] != "ws":
+        pytest.skip(f"{impl} is not a WebSocket implementation")
+    client = lab.client(impl)
+    try:
+        for round_ in range(40):
+            stream = client.subscribe("synthetic", rate=0, batch=200)
+            next(iter(stream))
+            stream.close()  # unsubscribes while messages are being written
+            assert client.echo(round_) == round_
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize("impl", implementations("echo"))
 def test_echo_returns_the_payload_to_its_sender(impl, client_of):
     client = client_of(impl)

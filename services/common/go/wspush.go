@@ -150,7 +150,14 @@ func (s *WSSession) run(ctx context.Context, feed string, stream *Stream, runnin
 	defer stream.Close()
 	buf := make([]byte, 0, 4096)
 	send := func(message []byte) error {
-		sendCtx, cancel := context.WithTimeout(ctx, pushTimeout)
+		if err := ctx.Err(); err != nil {
+			return err // unsubscribed or closed: no write starts
+		}
+		// Not derived from ctx: coder/websocket closes the whole connection when
+		// a write's context ends mid-write, and unsubscribe cancels ctx (a
+		// client's unsubscribe racing a push lost its connection: 1005).
+		// unsubscribe waits for this write to end before it answers.
+		sendCtx, cancel := context.WithTimeout(context.Background(), pushTimeout)
 		defer cancel()
 		return s.conn.Send(sendCtx, message)
 	}
