@@ -14,6 +14,9 @@ import (
 // (contract/ws-protocol.md, push.md).
 
 // WSConn is a connection's sending side; Send must be safe for concurrent use.
+// A cancelled ctx starts no write; a write under way ends by ctx's deadline,
+// never by its cancellation (an unsubscribe cancels a feed's ctx, and a
+// message cut off mid-write would end the whole connection).
 type WSConn interface {
 	Send(ctx context.Context, message []byte) error
 }
@@ -150,14 +153,7 @@ func (s *WSSession) run(ctx context.Context, feed string, stream *Stream, runnin
 	defer stream.Close()
 	buf := make([]byte, 0, 4096)
 	send := func(message []byte) error {
-		if err := ctx.Err(); err != nil {
-			return err // unsubscribed or closed: no write starts
-		}
-		// Not derived from ctx: coder/websocket closes the whole connection when
-		// a write's context ends mid-write, and unsubscribe cancels ctx (a
-		// client's unsubscribe racing a push lost its connection: 1005).
-		// unsubscribe waits for this write to end before it answers.
-		sendCtx, cancel := context.WithTimeout(context.Background(), pushTimeout)
+		sendCtx, cancel := context.WithTimeout(ctx, pushTimeout)
 		defer cancel()
 		return s.conn.Send(sendCtx, message)
 	}

@@ -63,8 +63,18 @@ func main() {
 // concurrent use (replies, pushes and broadcasts share the connection).
 type sender struct{ conn *websocket.Conn }
 
+// As common.WSConn asks: coder/websocket closes the connection when a write's
+// context ends mid-write, so the write keeps ctx's deadline but not its
+// cancellation (an unsubscribe racing a push ended the connection: 1005).
 func (s sender) Send(ctx context.Context, message []byte) error {
-	write, cancel := context.WithTimeout(ctx, writeTimeout)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(writeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	write, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
 	return s.conn.Write(write, websocket.MessageText, message)
 }

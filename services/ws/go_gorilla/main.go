@@ -69,6 +69,9 @@ type sender struct {
 }
 
 func (s *sender) Send(ctx context.Context, message []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err // as common.WSConn asks: a cancelled ctx starts no write
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	deadline := time.Now().Add(writeTimeout)
