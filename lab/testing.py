@@ -49,6 +49,41 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _terminate)
 
 
+# make test runs on two workers (pytest-xdist, `-n 2`; the Makefile's
+# TEST_WORKERS), each with its own lab. Tests that change the host as a whole
+# (its Docker daemon, network namespaces and veth pairs, iptables; or that
+# capture loopback traffic) run one after another on one worker, and so does a
+# module that writes one result file at its end; every other test is a unit of
+# its own, largest groups first. (xdist's own loadgroup cannot do this under
+# pytest 9: it marks a test by rewriting item._nodeid, which pytest 9 no
+# longer reads.)
+ONE_WORKER = {
+    "host": ("test_docker_mode.py", "test_dockerd.py", "test_capture_engine.py", "test_wire_capture.py",
+             "test_faults.py"),
+    "fuzz": ("test_fuzz.py",),
+}
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit of work a test is scheduled in: its ONE_WORKER group, or itself."""
+    file = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return next((group for group, files in ONE_WORKER.items() if file in files), nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") not in ("load", "loadgroup", "loadscope"):
+        return None  # --dist each/loadfile/worksteal: xdist's own
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    config.option.loadscopereorder = True
+    return OneWorkerGroups(config, log)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """A service that died during a test stops the run, saying which and why

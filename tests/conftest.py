@@ -54,16 +54,40 @@ def client_of(client_of):
     assert problems == [], f"{len(problems)} message(s) outside the contract:\n" + "\n".join(problems[:20])
 
 
-def pytest_terminal_summary(terminalreporter) -> None:
-    from fuzz.runner import TALLIES
-    for tally in TALLIES:
-        terminalreporter.write_line(
-            f"fuzz: {tally.implementation:<28} cases {tally.cases:>6}  failures {len(tally.failures):>3}  "
-            f"5xx/internal {tally.server_errors}  acknowledged writes {tally.acknowledged_writes}")
+def _tallies() -> tuple[list[dict], dict[str, int]]:
     from watched import CHECKED
-    if any(CHECKED.values()):
+
+    from fuzz.runner import TALLIES
+    return [t.summary() for t in TALLIES], dict(CHECKED)
+
+
+_FROM_WORKERS: list[tuple[list[dict], dict[str, int]]] = []
+
+
+def pytest_sessionfinish(session) -> None:
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: hand the counts to the controller
+        session.config.workeroutput["protolab_tallies"] = _tallies()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    found = getattr(node, "workeroutput", {}).get("protolab_tallies")
+    if found:
+        _FROM_WORKERS.append(found)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    tallies, checked = _tallies()
+    for more, counts in _FROM_WORKERS:
+        tallies += more
+        checked = {k: checked.get(k, 0) + counts.get(k, 0) for k in {*checked, *counts}}
+    for tally in tallies:
         terminalreporter.write_line(
-            f"contract: {CHECKED['rest']} REST responses checked against openapi.yaml, "
-            f"{CHECKED['ws']} WebSocket replies and push messages against ws-protocol.schema.json, "
-            f"{CHECKED['socketio']} socket.io and {CHECKED['sse']} SSE push messages against push.schema.json, "
-            f"{CHECKED['soap']} SOAP exchanges against games.wsdl's XML Schema")
+            f"fuzz: {tally['implementation']:<28} cases {tally['cases']:>6}  failures {tally['failures']:>3}  "
+            f"5xx/internal {tally['server_errors']}  acknowledged writes {tally['acknowledged_writes']}")
+    if any(checked.values()):
+        terminalreporter.write_line(
+            f"contract: {checked['rest']} REST responses checked against openapi.yaml, "
+            f"{checked['ws']} WebSocket replies and push messages against ws-protocol.schema.json, "
+            f"{checked['socketio']} socket.io and {checked['sse']} SSE push messages against push.schema.json, "
+            f"{checked['soap']} SOAP exchanges against games.wsdl's XML Schema")
