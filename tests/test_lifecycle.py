@@ -139,3 +139,17 @@ def test_what_make_bootstrap_runs_before_the_venv_needs_only_the_standard_librar
     done = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_tests_that_change_the_host_share_one_worker():
+    """make test's workers (lab/testing.py): a host-wide test is scheduled in its
+    group, any other test on its own; every file named there exists (a renamed
+    file would otherwise run beside the others unnoticed)."""
+    from lab.testing import ONE_WORKER, scope_of
+    here = Path(__file__).parent
+    for group, files in ONE_WORKER.items():
+        for file in files:
+            assert (here / file).is_file(), file
+            assert scope_of(f"tests/{file}::test_x[rest/python_flask]") == group
+    other = "tests/test_conformance.py::test_get[rest/python_flask]"
+    assert scope_of(other) == other
