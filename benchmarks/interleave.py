@@ -36,7 +36,9 @@ class Design:
     block: int = 1        # timed calls per visit
     discard: int = 1      # untimed calls at the start of each visit
     blocks: int = 300     # cycles: every subject is visited this many times
-    warmup: int = 30      # untimed calls per subject before the first cycle
+    warmup: int = 30      # untimed calls per subject before the first cycle, at least ...
+    warmup_s: float = 0.0     # ... and then on until this many seconds of them have passed,
+    warmup_max: int = 1000    # or this many calls (Node.js's V8 speeds up over its first ~500 calls)
     baseline: str = "direct"
     baseline_visits: int = 1  # visits of the baseline per cycle
 
@@ -54,7 +56,8 @@ class Design:
     def describe(self) -> dict[str, Any]:
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
-                "blocks": self.blocks, "warmup": self.warmup, "rounds": self.rounds,
+                "blocks": self.blocks, "warmup": self.warmup, "warmup_s": self.warmup_s,
+                "warmup_max": self.warmup_max, "rounds": self.rounds,
                 "baseline": self.baseline, "baseline_visits": self.baseline_visits,
                 "baseline_rounds": self.rounds * self.baseline_visits,
                 "order": "every cycle visits every subject once (the baseline baseline_visits times), "
@@ -90,7 +93,11 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                 after_untimed(name, result)
 
     for name in calls:
+        ends, done = time.monotonic() + design.warmup_s, design.warmup
         untimed(name, design.warmup)
+        while done < design.warmup_max and time.monotonic() < ends:
+            untimed(name, 1)
+            done += 1
     order = [name for name in calls for _ in range(design.visits(name))]
     for _ in range(design.blocks):
         rng.shuffle(order)

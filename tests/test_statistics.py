@@ -136,6 +136,28 @@ def test_the_baseline_is_visited_several_times_a_cycle_each_visit_placed_at_rand
     assert len({"".join(x[0] for x in c) for c in cycles}) > 10
 
 
+def test_the_warm_up_calls_each_subject_for_its_time_within_its_bounds():
+    """Design.warmup_s: untimed calls until that time has passed, at least
+    `warmup` and at most `warmup_max` of them, before the first cycle."""
+    import time
+
+    from benchmarks.interleave import Design, measure
+    counts = {"slow": 0, "fast": 0, "never": 0}
+
+    def call(name: str, sleep: float):
+        def go():
+            counts[name] += 1
+            time.sleep(sleep)
+        return go
+    calls = {"slow": call("slow", 0.05), "fast": call("fast", 0.0), "never": call("never", 0.0)}
+    measure(calls, Design(blocks=0, warmup=3, warmup_s=0.2, warmup_max=50), seed=1)
+    assert 3 <= counts["slow"] <= 6          # ~0.2 s of 50 ms calls
+    assert counts["fast"] == 50              # capped
+    counts.update(slow=0, fast=0)
+    measure({"slow": calls["slow"]}, Design(blocks=0, warmup=8, warmup_s=0.0), seed=1)
+    assert counts["slow"] == 8               # at least `warmup`, even past the time
+
+
 def test_an_oversampled_baseline_narrows_every_ratio_to_it():
     """Known answer: a/direct = 2. With the baseline sampled 4x per cycle the
     interval of the ratio is narrower than with 1x, and both cover 2."""
@@ -169,3 +191,23 @@ def test_the_noise_guard_flags_a_baseline_that_slowed_during_the_run_and_not_one
     assert any("direct's fetch-one median moved +1" in r for r in loud["reasons"])
     assert "direct's drift insert" in noise.describe(loud) and noise.describe(loud).startswith("NOISY RUN")
     assert noise.drift([1.0] * 10) is None   # too few rounds to say
+
+
+def test_one_cpu_pins_the_client_and_the_given_trees_and_lets_them_go():
+    """benchmarks/suite.one_cpu: this process and a service-like child (its
+    threads too) on one CPU while measured, back on every allowed CPU after."""
+    import os
+    import subprocess
+    import sys
+
+    from benchmarks.suite import one_cpu
+    allowed = os.sched_getaffinity(0)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with one_cpu([child.pid]) as record:
+            assert os.sched_getaffinity(0) == os.sched_getaffinity(child.pid) == {min(allowed)}
+            assert record["cpu"] == min(allowed) and record["threads_pinned"] >= 2
+        assert os.sched_getaffinity(0) == os.sched_getaffinity(child.pid) == allowed
+    finally:
+        child.kill()
+        child.wait(5)
