@@ -165,10 +165,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         write("")
     write("CPU µs/op: CPU time per operation during the timed blocks, of this client process, the service's "
           "process tree and the database; rest = wall time − their sum (waiting, wire, scheduling); a negative rest "
-          "(LAB_BENCH_CPUS=all) means the processes ran at the same time on two cores (the client decoding while "
-          "the service finishes its request), so their CPU adds up to more than the wall time.")
-    if suite is not None:
-        write(pinning_line(suite.pinning))
+          "means the processes ran at the same time on the two cores (the client decoding while the service "
+          "finishes its request), so their CPU adds up to more than the wall time.")
     write("k6 cross-check: " + k6_status())
     if guard is not None:
         write(noise.describe(guard), red=guard["flagged"], bold=guard["flagged"])
@@ -195,13 +193,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
 
 
-def pinning_line(pinning: dict[str, Any]) -> str:
-    if pinning.get("cpus") == "one":
-        return (f"CPUs: the client, every service and the database on CPU {pinning['cpu']} while measured "
-                "(LAB_BENCH_CPUS=one): a call's time is their work taking turns on one core, plus the kernel's")
-    return "CPUs: every process on every CPU (LAB_BENCH_CPUS=all)"
-
-
 def k6_status() -> str:
     """The load instrument's k6 figures at concurrency 1 sit beside these in make report."""
     path = settings.RESULTS / "load" / "kcheck-latest.json"
@@ -213,6 +204,5 @@ def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str,
     out: dict[str, Any] = {"timer": str(config.getoption("benchmark_timer"))}
     if suite is not None:
         out["design"] = suite.design.describe()
-        out["pinning"] = suite.pinning
         out["seconds_per_operation"] = {op: round(r.seconds, 1) for op, r in suite.results.items()}
     return out

@@ -12,20 +12,16 @@ is read (lab.resources.CpuClock), so every figure of a subject comes from the
 same rounds. The baseline, the denominator of every ratio, is visited
 LAB_BENCH_BASELINE_VISITS times a cycle. Before the first cycle every subject
 is called untimed for LAB_BENCH_WARMUP_S seconds (at least LAB_BENCH_WARMUP,
-at most 1,000 calls). While an operation is measured, this process (the
-client), every service and the database run on one CPU (LAB_BENCH_CPUS=one;
-`all`: wherever the scheduler puts them); README, "One CPU". Settings:
-LAB_BENCH_CYCLES (800), LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1),
-LAB_BENCH_WARMUP (30), LAB_BENCH_WARMUP_S (3), LAB_BENCH_BASELINE_VISITS (4),
-LAB_BENCH_CPUS (one).
+at most 1,000 calls). Settings: LAB_BENCH_CYCLES (800), LAB_BENCH_BLOCK (1),
+LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30), LAB_BENCH_WARMUP_S (3),
+LAB_BENCH_BASELINE_VISITS (4).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +30,6 @@ from lab import dataset, noise
 from lab.resources import CpuClock
 from lab.statistics import rank
 from lab.testing import IMPLEMENTATIONS
-from load.pinning import pin_tree
 
 # pytest parameters (an implementation that serves no CRUD is skipped, saying why) and their names.
 SUBJECTS = [*IMPLEMENTATIONS, "direct"]
@@ -52,31 +47,6 @@ def design_from_env() -> Design:
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
                   warmup=get("WARMUP", 30), warmup_s=float(os.environ.get("LAB_BENCH_WARMUP_S", 3.0)),
                   baseline_visits=get("BASELINE_VISITS", 4))
-
-
-def cpus_from_env() -> str:
-    cpus = os.environ.get("LAB_BENCH_CPUS", "one")
-    if cpus not in ("one", "all"):
-        raise SystemExit(f"LAB_BENCH_CPUS={cpus!r}: one (the default) or all")
-    return cpus
-
-
-@contextmanager
-def one_cpu(pids: list[int]) -> Iterator[dict[str, Any]]:
-    """This process (the client) and every process tree in `pids` (services,
-    database) on the first CPU this process may use, every thread; back on
-    all of them afterwards. Yields what was done, for the run's record."""
-    allowed = frozenset(os.sched_getaffinity(0))
-    cpu = frozenset({min(allowed)})
-    trees = [os.getpid(), *(p for p in pids if p)]
-    threads = sum(pin_tree(pid, cpu) for pid in trees)
-    try:
-        yield {"cpus": "one", "cpu": min(allowed), "threads_pinned": threads,
-               "how": "sched_setaffinity on every thread of the client, each service's and the database's "
-                      "process tree, for the operation's measurement"}
-    finally:
-        for pid in trees:
-            pin_tree(pid, allowed)
 
 
 def _check_insert(result: Any) -> None:
@@ -131,8 +101,6 @@ class Suite:
         self.selected = selected
         self.enabled = enabled
         self.design = design or design_from_env()
-        self.cpus = cpus_from_env()
-        self.pinning: dict[str, Any] = {"cpus": "all", "how": "every process may run on every CPU"}
         self.results: dict[str, Result] = {}
         self.noise_before: dict[str, Any] | None = None
         self.on_measured: Callable[[Result], None] | None = None  # called as each operation is measured
@@ -175,11 +143,9 @@ class Suite:
                 collection.delete_many({})
 
             started = time.monotonic()
-            pids = [getattr(self.lab.database, "pid", None), *(self.lab.pids.get(s) for s in calls)]
-            with one_cpu(pids) if self.cpus == "one" else _unpinned(self.pinning) as self.pinning:
-                measured = measure(calls, self.design, seed=int(time.time()), clocks=self.clocks(list(calls)),
-                                   after_untimed=after_untimed if op.creates else None,
-                                   between=between if op.creates else None)
+            measured = measure(calls, self.design, seed=int(time.time()), clocks=self.clocks(list(calls)),
+                               after_untimed=after_untimed if op.creates else None,
+                               between=between if op.creates else None)
             result.seconds = time.monotonic() - started
             result.times = measured.times
             for subject, per_process in measured.cpu_ns.items():
@@ -194,11 +160,6 @@ class Suite:
                 dataset.reset(collection, [], indexes=False)
             store.close()
         return result
-
-
-@contextmanager
-def _unpinned(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield record
 
 
 def selected_subjects(items: list[Any]) -> dict[str, list[str]]:

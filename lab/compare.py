@@ -99,18 +99,6 @@ def interpreter_warning(native: dict[str, Any], docker: dict[str, Any]) -> str |
             "mode on the same build (the Makefile prefers the system's python3), side by side in time.")
 
 
-def cpus_warning(native: dict[str, Any], docker: dict[str, Any]) -> str | None:
-    """A sentence when the two runs were measured on different CPU conditions
-    (LAB_BENCH_CPUS: one CPU for everything, or every CPU)."""
-    def cpus(context: dict[str, Any]) -> str:
-        return ((context.get("settings") or {}).get("benchmark") or {}).get("pinning", {}).get("cpus", "all")
-    n, d = cpus(native), cpus(docker)
-    if n == d:
-        return None
-    return (f"**The CPU conditions differ:** natively LAB_BENCH_CPUS={n}, in Docker mode {d}. On one CPU "
-            "nothing overlaps and every figure is larger; compare runs measured the same way.")
-
-
 def report(native: dict[str, Any], docker: dict[str, Any]) -> str:
     lines = ["# Native vs Docker", "",
              "Latency per operation at the client, one operation per round; the same benchmarks, "
@@ -118,10 +106,9 @@ def report(native: dict[str, Any], docker: dict[str, Any]) -> str:
              "published on 127.0.0.1 (`direct` is pymongo from the host to the database: in Docker "
              "mode through the published Mongo port).", "",
              describe("native", native["context"]), describe("docker", docker["context"]), ""]
-    for warning in (interpreter_warning(native["context"], docker["context"]),
-                    cpus_warning(native["context"], docker["context"])):
-        if warning:
-            lines += [warning, ""]
+    warning = interpreter_warning(native["context"], docker["context"])
+    if warning:
+        lines += [warning, ""]
     found = [*OPERATIONS, *sorted((set(native["results"]) | set(docker["results"])) - set(OPERATIONS))]
     for operation in found:
         if operation in native["results"] or operation in docker["results"]:

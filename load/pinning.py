@@ -35,15 +35,6 @@ def plan(enabled: bool = True) -> Pinning:
     return Pinning(True, frozenset(cpus[:-half]), frozenset(cpus[-half:]))
 
 
-def one_cpu(enabled: bool = True) -> Pinning:
-    """The latency suite's condition (benchmarks/suite.py): generator, services
-    and database all on the first CPU, taking turns on one core."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if not enabled:
-        return plan(False)
-    return Pinning(True, frozenset(cpus[:1]), frozenset(cpus[:1]))
-
-
 def pin_tree(pid: int, cpus: frozenset[int]) -> int:
     """Every thread of a process and its descendants onto `cpus`; new threads
     inherit it. Returns how many threads were pinned."""

@@ -2,8 +2,7 @@
 
 kcheck    k6 at concurrency 1 (issue 9): insert, fetch-one and fetch-100 for
           every implementation, the database prepared as benchmarks/ does, the
-          same game, in make bench's condition (k6, the service and the database
-          on one CPU); medians beside the Python client's (report).
+          same game; medians beside the Python client's (report).
 feathers  The Feathers comparison: the same tiny call (health: the smallest
           call every protocol has) over HTTP and over one WebSocket per client,
           100 connections × N calls each, connection setup included; requests/s
@@ -59,8 +58,7 @@ def main(args: argparse.Namespace) -> int:
 
 def kcheck(args: argparse.Namespace) -> int:
     from load.__main__ import load_context, write
-    # make bench's condition: k6, the service and the database on one CPU
-    pins = pinning.one_cpu(not args.no_pin)
+    pins = pinning.plan(not args.no_pin)
     results: dict[str, dict[str, Any]] = {}
     from load.__main__ import drivable
     with running_lab(drivable(args.impl, KCHECK_OPERATIONS)) as lab:

@@ -82,15 +82,6 @@ def _docker_text(ctx: dict[str, Any]) -> str:
             f"database image {docker.get('mongo_image')}, ports on {docker.get('published_on')}")
 
 
-def cpus_text(pinning: dict[str, Any] | None) -> str:
-    """The latency suite's CPU condition (benchmarks/suite.py), as a run recorded it."""
-    if not pinning:
-        return "not recorded (before LAB_BENCH_CPUS: every process on every CPU)"
-    if pinning.get("cpus") == "one":
-        return f"one: client, services and database on CPU {pinning.get('cpu')}"
-    return "all: every process on every CPU"
-
-
 def context_section(page: Page, inputs: Inputs, head: str) -> None:
     sources: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
     for mode in MODES:
@@ -133,8 +124,6 @@ def context_section(page: Page, inputs: Inputs, head: str) -> None:
         ("min rounds / max time", lambda c, r: "–" if r is None else
          f"{bench(c, 'min_rounds')} / {bench(c, 'max_time')} s"),
         ("timer", lambda c, r: "–" if r is None else bench(c, "timer")),
-        ("CPUs while measured", lambda c, r: "–" if r is None else cpus_text(
-            c.get("settings", {}).get("benchmark", {}).get("pinning"))),
         ("capture link", lambda c, r: "–" if r is not None else
          f"{capture(c, 'link')} (`{capture(c, 'interface')}`)"),
         ("capture tool", lambda c, r: "–" if r is not None else capture(c, "tshark")),

@@ -64,13 +64,3 @@ def test_check_names_a_run_whose_direct_median_moved_past_ten_percent(tmp_path):
     assert "(direct median, µs)" in text and "488      479      583      488" in text
     assert "run 3: direct's fetch-one median moved +19%" in text
     assert "run 1:" not in text and "run 2:" not in text
-
-
-def test_compare_warns_when_two_runs_were_measured_on_different_cpus():
-    from lab.compare import cpus_warning
-
-    def ctx(cpus: str | None) -> dict:
-        return {"settings": {"benchmark": {"pinning": {"cpus": cpus}}}} if cpus else {"settings": {}}
-    assert cpus_warning(ctx("one"), ctx("one")) is None
-    assert cpus_warning(ctx(None), ctx("all")) is None  # a result from before the setting: every CPU
-    assert "LAB_BENCH_CPUS=one" in cpus_warning(ctx("one"), ctx("all"))

@@ -192,22 +192,3 @@ def test_the_noise_guard_flags_a_baseline_that_slowed_during_the_run_and_not_one
     assert "direct's drift insert" in noise.describe(loud) and noise.describe(loud).startswith("NOISY RUN")
     assert noise.drift([1.0] * 10) is None   # too few rounds to say
 
-
-def test_one_cpu_pins_the_client_and_the_given_trees_and_lets_them_go():
-    """benchmarks/suite.one_cpu: this process and a service-like child (its
-    threads too) on one CPU while measured, back on every allowed CPU after."""
-    import os
-    import subprocess
-    import sys
-
-    from benchmarks.suite import one_cpu
-    allowed = os.sched_getaffinity(0)
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        with one_cpu([child.pid]) as record:
-            assert os.sched_getaffinity(0) == os.sched_getaffinity(child.pid) == {min(allowed)}
-            assert record["cpu"] == min(allowed) and record["threads_pinned"] >= 2
-        assert os.sched_getaffinity(0) == os.sched_getaffinity(child.pid) == allowed
-    finally:
-        child.kill()
-        child.wait(5)
