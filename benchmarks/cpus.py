@@ -1,5 +1,5 @@
 """Which CPU placement keeps the ratios to `direct` steady? The experiment
-behind LAB_BENCH_CPUS=one (README, "On one CPU"), reproducible:
+that tried one CPU for everything (README, "One CPU for everything"):
 
     .venv/bin/python -m benchmarks.cpus [--reps 5] [--cycles 250] [--drop 1]
 
@@ -17,6 +17,11 @@ Printed: each repetition's ratios, then per condition and operation each
 ratio's largest deviation from the middle (median) of the repetitions after
 the first `--drop` (Node.js's warm-up), the median and worst of those.
 Results: results/cpus-<date>.json.
+
+What it found, and why the suite does not pin (README, "One CPU for
+everything"): inside one lab, one CPU gave the steadiest ratios; across three
+whole runs, each a new lab, it gave the least steady, so it measures only
+part of what moves a ratio between runs.
 """
 
 from __future__ import annotations
