@@ -13,7 +13,7 @@ conditions in a fresh random order:
   split  the client on the last CPU, the services and the database on the
          others (as `make load` places k6 and the services)
 
-Printed: each repetition's ratios, then per condition and operation each
+Printed: each repetition's medians ÷ direct's, then per condition and operation each
 ratio's largest deviation from the middle (median) of the repetitions after
 the first `--drop` (Node.js's warm-up), the median and worst of those.
 Results: results/cpus-<date>.json.
@@ -35,8 +35,10 @@ import statistics
 from typing import Any
 
 from benchmarks.interleave import Design, measure
-from benchmarks.suite import OPERATION
+from benchmarks.study import ratios
+from benchmarks.suite import OPERATION, cleanup
 from lab import dataset, settings
+from lab.runs import spread
 from lab.stack import running_lab
 from load.pinning import pin_tree
 
@@ -57,18 +59,6 @@ def place(lab: Any, condition: str) -> None:
         os.sched_setaffinity(int(tid), frozenset(client) if condition != "all" else every)
 
 
-def spreads(runs: list[dict[str, float]]) -> dict[str, float]:
-    """Each subject's largest deviation of its ratio to direct from the runs' middle."""
-    out = {}
-    for s in runs[0]:
-        if s == "direct":
-            continue
-        ratios = [r[s] / r["direct"] for r in runs]
-        mid = statistics.median(ratios)
-        out[s] = max(abs(x / mid - 1) for x in ratios)
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.cpus", description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
@@ -76,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drop", type=int, default=1)
     args = parser.parse_args(argv)
     settings.measuring()
-    medians: dict[str, dict[str, list[dict[str, float]]]] = {}
+    per_rep: dict[str, dict[str, list[dict[str, float]]]] = {}  # condition -> operation -> ratios
     with running_lab(mode="native", change_streams=False) as lab:
         subjects = [s for s in SUBJECTS if s == "direct" or s in lab.pids]
         clients = {s: lab.client(s) for s in subjects}
@@ -91,27 +81,24 @@ def main(argv: list[str] | None = None) -> int:
                     for name in ("fetch-one", "insert"):
                         op = OPERATION[name]
                         dataset.reset(games, op.seed, indexes=op.indexes)
-                        hooks: dict[str, Any] = {}
-                        if op.creates:
-                            hooks = {"after_untimed": lambda s, out: games.delete_one({"_id": out["id"]}),
-                                     "between": lambda s, outs: games.delete_many({})}
                         m = measure({s: op.call(clients[s]) for s in subjects},
-                                    Design(blocks=args.cycles, warmup=30, baseline_visits=4), seed=rep, **hooks)
-                        med = {s: statistics.median(t) for s, t in m.times.items()}
-                        medians.setdefault(condition, {}).setdefault(name, []).append(med)
-                        print(f"rep {rep} {condition:5} {name:9} direct {med['direct'] * 1e6:4.0f} µs  "
-                              + " ".join(f"{s.split('/')[1]} {med[s] / med['direct']:.3f}" for s in subjects[1:]),
-                              flush=True)
+                                    Design(blocks=args.cycles, warmup=30, baseline_visits=4), seed=rep,
+                                    **cleanup(op, games))
+                        to_direct = ratios(m.times)
+                        per_rep.setdefault(condition, {}).setdefault(name, []).append(to_direct)
+                        direct_us = statistics.median(m.times["direct"]) * 1e6
+                        print(f"rep {rep} {condition:5} {name:9} direct {direct_us:4.0f} µs  "
+                              + " ".join(f"{s.split('/')[1]} {r:.3f}" for s, r in to_direct.items()), flush=True)
         finally:
             place(lab, "all")
             store.close()
             for client in clients.values():
                 client.close()
     summary = {}
-    for condition, ops in medians.items():
+    for condition, ops in per_rep.items():
         for name, runs in ops.items():
             kept = runs[args.drop:] if len(runs) > args.drop + 1 else runs
-            dev = spreads(kept)
+            dev = {s: spread([r[s] for r in kept])["max_deviation"] for s in kept[0]}
             worst = max(dev, key=dev.get)
             summary.setdefault(condition, {})[name] = {"median_dev": statistics.median(dev.values()),
                                                       "worst_dev": dev[worst], "worst": worst, "devs": dev}
@@ -120,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
     path = settings.RESULTS / f"cpus-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"args": vars(args), "medians": medians, "summary": summary}, indent=1))
+    path.write_text(json.dumps({"args": vars(args), "ratios_to_direct": per_rep, "summary": summary}, indent=1))
     print(f"results: {path}")
     return 0
 

@@ -79,6 +79,16 @@ OPERATION = {
 }
 
 
+def cleanup(op: Operation, collection: Any) -> dict[str, Callable[..., None]]:
+    """measure()'s hooks for an operation that creates documents: each untimed
+    call's document deleted, the collection emptied after every block, both
+    outside the timed windows, so every block starts from the same state."""
+    if not op.creates:
+        return {}
+    return {"after_untimed": lambda subject, out: collection.delete_one({"_id": out["id"]}),
+            "between": lambda subject, outs: collection.delete_many({})}
+
+
 @dataclass
 class Result:
     operation: str
@@ -136,16 +146,9 @@ class Suite:
             if not self.enabled or not calls:
                 return result
 
-            def after_untimed(subject: str, out: Any) -> None:
-                collection.delete_one({"_id": out["id"]})
-
-            def between(subject: str, outs: list[Any]) -> None:
-                collection.delete_many({})
-
             started = time.monotonic()
             measured = measure(calls, self.design, seed=int(time.time()), clocks=self.clocks(list(calls)),
-                               after_untimed=after_untimed if op.creates else None,
-                               between=between if op.creates else None)
+                               **cleanup(op, collection))
             result.seconds = time.monotonic() - started
             result.times = measured.times
             for subject, per_process in measured.cpu_ns.items():

@@ -72,7 +72,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
                               for r in runs[mode] if subject in r["results"].get(op, {})
                               and "direct" in r["results"][op]]
                     if ratios and subject != "direct":
-                        cell[mode]["to_direct"] = _spread(ratios)
+                        cell[mode]["to_direct"] = spread(ratios)
             if len(modes) == 2 and all(m in cell for m in modes):
                 ratios = [b / a for a, b in zip(cell[modes[0]]["medians"], cell[modes[1]]["medians"],
                                                 strict=False)]
@@ -82,7 +82,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
     return out
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> dict[str, Any]:
     """Median, range, and the largest deviation from the median in parts of it."""
     middle = statistics.median(values)
     return {"median": middle, "low": min(values), "high": max(values), "values": values,
@@ -170,11 +170,11 @@ def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
                   + f"{'middle':>9}{'dev':>8}"]
         for s in subjects:
             values = [r[op][s] for r in runs]
-            spread = _spread(values)
-            bad = spread["max_deviation"] > tolerance
+            found = spread(values)
+            bad = found["max_deviation"] > tolerance
             ok &= not bad
             lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
-                         + f"{spread['median']:>9.3f}{spread['max_deviation']:>7.1%}" + (" !" if bad else ""))
+                         + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else ""))
         lines += _yardstick(op, [m.get(op, {}).get("direct") for m in medians])
     lines += ["", "all within tolerance" if ok else "NOT all within tolerance (marked !)"]
     return "\n".join(lines), ok
@@ -191,7 +191,7 @@ def _yardstick(op: str, medians: list[float | None]) -> list[str]:
     values = [float(m) for m in medians]  # type: ignore[arg-type]
     middle = statistics.median(values)
     lines = [f"{'(direct median, µs)':<{NAME_WIDTH}}" + "".join(f"{v:>9.0f}" for v in values)
-             + f"{middle:>9.0f}{_spread(values)['max_deviation']:>7.1%}"]
+             + f"{middle:>9.0f}{spread(values)['max_deviation']:>7.1%}"]
     for i, v in enumerate(values):
         if abs(v / middle - 1) > MACHINE_CHANGED:
             lines.append(f"  run {i + 1}: direct's {op} median moved {v / middle - 1:+.0%} from the middle "

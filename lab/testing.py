@@ -49,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _terminate)
 
 
-# make test runs on two workers (pytest-xdist, `-n 2`; the Makefile's
+# make test runs on three workers (pytest-xdist, `-n 3`; the Makefile's
 # TEST_WORKERS), each with its own lab. Tests that change the host as a whole
 # (its Docker daemon, network namespaces and veth pairs, iptables; or that
 # capture loopback traffic) run one after another on one worker, and so does a
