@@ -3,11 +3,16 @@ WebSocket clients are all answered; 1,000 idle TCP connections and clients
 that send their request one byte per second do not keep anyone else from
 being answered.
 
-"Answered" means within a client timeout (2 s, some hundred times a request's
-time here), which is behaviour, not a measurement: a configuration that
-parks a thread on every idle connection (the *_gthread implementations, kept
-as the former single-client configuration; their manifests say so) waits
-minutes. The delays are printed, never asserted.
+"Answered" means within a client timeout (10 s, thousands of times a
+request's time here), which is behaviour, not a measurement: a configuration
+that parks a thread on every idle connection (the *_gthread implementations,
+kept as the former single-client configuration; their manifests say so)
+waits minutes, and a slow client below keeps its connection for 23-35 s. (It
+was 2 s until a CI run under `make test`'s three workers, another worker's
+1,000 k6 clients or Docker build beside it, took longer than that to open a
+fresh gRPC channel to grpc/node_grpcjs beside 1,000 idle connections; alone,
+with three CPU-bound processes beside it, the same call takes 2-6 ms.) The
+delays are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from lab.processes import tcp_sockets
 from lab.registry import select
 from lab.testing import CRUD_OPERATIONS
 
-TIMEOUT = 2.0
+TIMEOUT = 10.0
 HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)
            and i.serves(*CRUD_OPERATIONS)]
 NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_OPERATIONS))
@@ -46,7 +51,7 @@ def address(endpoint: str) -> tuple[str, int]:
 
 
 def timed_calls(lab, name: str, calls: int = 5) -> list[float]:
-    """Fresh client with a 2 s timeout; the seconds each fetch-one took."""
+    """Fresh client with a TIMEOUT s timeout; the seconds each fetch-one took."""
     impl = lab.implementation(name)
     fetch_id = dataset.fetch_id()
     client = protocol(impl.protocol).client_class()(lab.endpoints[name], timeout=TIMEOUT)
@@ -59,6 +64,22 @@ def timed_calls(lab, name: str, calls: int = 5) -> list[float]:
         return took
     finally:
         client.close()
+
+
+def wait_until_held(pid: int, port: int, count: int, limit_s: float = 60.0) -> int:
+    """How many connections on `port` the service holds, once it holds `count`
+    or `limit_s` has passed. The kernel completes a TCP handshake before the
+    service accepts it: a service that is behind on its accept queue (1,000
+    handshakes, each a new HTTP/2 session for a gRPC server, on a loaded
+    machine) is still holding them, and a new client waits in that queue
+    behind them. What the test asks is whether the service stalls once it
+    holds them, so it waits for that first."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        held = tcp_sockets(pid, port, psutil.CONN_ESTABLISHED)
+        if held >= count or time.monotonic() > deadline:
+            return held
+        time.sleep(0.1)
 
 
 def test_the_former_configuration_is_named():
@@ -77,9 +98,14 @@ def test_idle_connections_do_not_stall_a_service(lab, seeded, name):
         host, port = address(lab.endpoints[name])
         for _ in range(1000):
             stack.enter_context(socket.create_connection((host, port), timeout=5))
+        opened = time.monotonic()
+        held = wait_until_held(lab.pids[name], port, 1000)
+        accepted_s = time.monotonic() - opened
+        assert held >= 1000, f"{name} holds {held} of the 1,000 idle connections after {accepted_s:.0f} s"
         during = timed_calls(lab, name)
     print(f"{name}: fetch-one median {1e3 * sorted(before)[2]:.1f} ms alone, "
-          f"{1e3 * sorted(during)[2]:.1f} ms beside 1,000 idle connections")
+          f"{1e3 * sorted(during)[2]:.1f} ms beside 1,000 idle connections "
+          f"(all accepted {accepted_s:.2f} s after the last connected)")
 
 
 @pytest.mark.parametrize("name", HOLDING)
