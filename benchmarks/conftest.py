@@ -1,6 +1,6 @@
 """After a benchmark run: a table per operation (median with its CI, p95,
-p99, mean, σ as the study; each median's ratio to the direct baseline's with
-its 99 % bootstrap CI; CPU µs per operation of the client, the service and
+p99, mean, σ as the study; each ratio to the direct baseline, paired by cycle,
+with its 99 % bootstrap CI; CPU µs per operation of the client, the service and
 the database), the ranking the intervals support, the noise guard, and the
 raw results with their context in results/benchmarks/."""
 
@@ -129,7 +129,7 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
     if not ranking.get("order"):
         return []
     pct = f"{ranking['confidence'] * 100:g} %"
-    lines = [f"ranking ({pct} CIs, paired bootstrap over {ranking['cycles']} cycles; "
+    lines = [f"ranking ({pct} CIs, ratios paired by cycle, bootstrap over {ranking['cycles']} cycles; "
              f"'<' only where the CI of the ratio excludes 1): {ranking['chain']}"]
     by_pair = {(p["a"], p["b"]): p for p in ranking["pairs"]}
     for a, b in zip(ranking["order"], ranking["order"][1:], strict=False):

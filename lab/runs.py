@@ -7,9 +7,13 @@ the machine cannot land on one mode only.
     python -m lab.runs --check A.json B.json C.json [--tolerance 0.03]
 
 --check compares saved runs without running anything: each implementation's
-median ÷ direct's median per run, side by side, and its largest deviation
-from the middle run's ratio (the median of the runs); exit status 1 when one
-exceeds the tolerance. Under each operation, direct's own median per run,
+ratio to direct per run, side by side, and its largest deviation from the
+middle run's ratio (the median of the runs); exit status 1 when one exceeds
+the tolerance. The ratio is the lab's paired one (lab/statistics.py: the
+median over cycles of the per-cycle ratio), recomputed from each run's rounds;
+`--statistic medians` checks the ratio of the two overall medians instead, and
+either way one line says how the other statistic fared. Under each
+operation, direct's own median per run,
 and the runs in which it moved more than 10 % from the middle run's (a machine
 that changed speed: their ratios are not comparable). The files are
 pytest-benchmark's own JSON (--benchmark-json=F) or the lab's
@@ -38,6 +42,7 @@ from typing import Any
 
 from lab import settings
 from lab.compare import BENCHMARKS, OPERATIONS, load
+from lab.statistics import cycles_of, paired_ratios
 
 
 def run_once(mode: str, extra: list[str]) -> Path:
@@ -68,9 +73,8 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
                 if medians:
                     cell[mode] = {"median": statistics.median(medians), "low": min(medians),
                                   "high": max(medians), "medians": medians}
-                    ratios = [r["results"][op][subject]["median"] / r["results"][op]["direct"]["median"]
-                              for r in runs[mode] if subject in r["results"].get(op, {})
-                              and "direct" in r["results"][op]]
+                    ratios = [_ratio(r["results"][op], subject) for r in runs[mode]
+                              if subject in r["results"].get(op, {}) and "direct" in r["results"][op]]
                     if ratios and subject != "direct":
                         cell[mode]["to_direct"] = spread(ratios)
             if len(modes) == 2 and all(m in cell for m in modes):
@@ -80,6 +84,13 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
                                  "high": max(ratios), "values": ratios}
             out.setdefault(op, {})[subject] = cell
     return out
+
+
+def _ratio(rows: dict[str, dict[str, Any]], subject: str) -> float:
+    """The run's own ratio to direct (paired by cycle) where it has one, else
+    the ratio of the medians (results from before the paired ratio)."""
+    stored = rows[subject].get("ratio_to_direct") or {}
+    return stored.get("ratio") or rows[subject]["median"] / rows["direct"]["median"]
 
 
 def spread(values: list[float]) -> dict[str, Any]:
@@ -132,35 +143,59 @@ def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n:
 MACHINE_CHANGED = 0.10
 
 
-def ratios(medians: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """{operation: {subject: median ÷ direct's median}} of one run's medians."""
-    return {op: {s: m / rows["direct"] for s, m in rows.items() if s != "direct"}
-            for op, rows in medians.items() if "direct" in rows}
+STATISTICS = {"paired": "median over cycles of the per-cycle ratio to direct",
+              "medians": "median ÷ direct median"}
 
 
-def medians_of(path: Path) -> dict[str, dict[str, float]]:
-    """{operation: {subject: median, µs}} of one saved run, in either format."""
+def ratios(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],
+           statistic: str = "paired") -> dict[str, dict[str, float]]:
+    """{operation: {subject: ratio to direct}} of one run's rounds (seconds,
+    cycle-major as the suite takes them; design: Design.describe())."""
+    out: dict[str, dict[str, float]] = {}
+    block = int(design.get("block", 1))
+    visits = int(design.get("baseline_visits", 1))
+    for op, rows in rounds.items():
+        if "direct" not in rows:
+            continue
+        if statistic == "medians":
+            base = statistics.median(rows["direct"])
+            out[op] = {s: statistics.median(r) / base for s, r in rows.items() if s != "direct"}
+        else:
+            base_cycles = cycles_of(rows["direct"], block * visits)
+            out[op] = {s: statistics.median(paired_ratios(cycles_of(r, block), base_cycles))
+                       for s, r in rows.items() if s != "direct"}
+    return out
+
+
+def rounds_of(path: Path) -> tuple[dict[str, dict[str, list[float]]], dict[str, Any]]:
+    """({operation: {subject: [seconds per round, ...]}}, the design) of one
+    saved run, in either format."""
     data = json.loads(path.read_text())
-    medians: dict[str, dict[str, float]] = {}
+    rounds: dict[str, dict[str, list[float]]] = {}
+    design: dict[str, Any] = {}
     if "benchmarks" in data:  # pytest-benchmark's --benchmark-json
         for b in data["benchmarks"]:
             subject = (b.get("params") or {}).get("subject")
-            if subject:
-                medians.setdefault(b["group"], {})[subject] = b["stats"]["median"] * 1e6  # s -> µs
+            if subject and b["stats"].get("data"):
+                rounds.setdefault(b["group"], {})[subject] = b["stats"]["data"]
+                design = (b.get("extra_info") or {}).get("design") or design
     elif "results" in data:
         for op, rows in data["results"].items():
-            medians[op] = {s: r["median"] for s, r in rows.items()}
+            rounds[op] = {s: r["data_s"] for s, r in rows.items() if r.get("data_s")}
+        design = data.get("context", {}).get("settings", {}).get("benchmark", {}).get("design") or {}
     else:
         raise SystemExit(f"{path}: neither pytest-benchmark JSON nor a protolab result")
-    return medians
+    return rounds, design
 
 
-def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
+def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tuple[str, bool]:
     """The runs' ratios side by side; whether every one is within tolerance of the middle."""
-    medians = [medians_of(p) for p in paths]  # each file read once
-    runs = [ratios(m) for m in medians]
+    loaded = [rounds_of(p) for p in paths]  # each file read once
+    medians = [{op: {s: statistics.median(r) * 1e6 for s, r in rows.items()} for op, rows in rounds.items()}
+               for rounds, _ in loaded]
+    runs = [ratios(rounds, design, statistic) for rounds, design in loaded]
     ok = True
-    lines = [f"median ÷ direct median, per run ({', '.join(p.name for p in paths)}); "
+    lines = [f"{STATISTICS[statistic]}, per run ({', '.join(p.name for p in paths)}); "
              f"dev: largest deviation from the middle (median) of the runs, tolerance ±{tolerance:.0%}"]
     ops = [op for op in OPERATIONS if any(op in r for r in runs)]
     ops += sorted({op for r in runs for op in r} - set(ops))
@@ -176,8 +211,21 @@ def check(paths: list[Path], tolerance: float) -> tuple[str, bool]:
             lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
                          + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else ""))
         lines += _yardstick(op, [m.get(op, {}).get("direct") for m in medians])
-    lines += ["", "all within tolerance" if ok else "NOT all within tolerance (marked !)"]
+    within, total = _within(runs, tolerance)
+    lines += ["", f"{within} of {total} ratios within ±{tolerance:.0%}: "
+              + ("all within tolerance" if ok else "NOT all within tolerance (marked !)")]
+    for other in STATISTICS:
+        if other != statistic:
+            w, t = _within([ratios(rounds, design, other) for rounds, design in loaded], tolerance)
+            lines.append(f"({STATISTICS[other]}: {w} of {t} within ±{tolerance:.0%}; --statistic {other})")
     return "\n".join(lines), ok
+
+
+def _within(runs: list[dict[str, dict[str, float]]], tolerance: float) -> tuple[int, int]:
+    """(ratios within tolerance of the middle run's, ratios) over every operation and subject."""
+    spreads = [spread([r[op][s] for r in runs])["max_deviation"]
+               for op in runs[0] for s in runs[0][op] if all(s in r.get(op, {}) for r in runs)]
+    return sum(d <= tolerance for d in spreads), len(spreads)
 
 
 NAME_WIDTH = 36  # the longest implementation name (ws/python_simple_websocket_gthread) and a space
@@ -204,12 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", nargs="+", type=Path, metavar="JSON",
                         help="compare saved runs' ratios to direct; run nothing")
     parser.add_argument("--tolerance", type=float, default=0.03)
+    parser.add_argument("--statistic", choices=sorted(STATISTICS), default="paired",
+                        help="with --check: the ratio checked (default: paired, the lab's)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default="native,docker")
     parser.add_argument("extra", nargs="*", help="after --: extra pytest arguments")
     args = parser.parse_args(argv)
     if args.check:
-        text, ok = check(args.check, args.tolerance)
+        text, ok = check(args.check, args.tolerance, args.statistic)
         print(text)
         return 0 if ok else 1
     modes = [m for m in args.modes.split(",") if m]

@@ -58,8 +58,9 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
     page.add(Heading(2, "Rankings with confidence", "rankings"),
              Para("The subjects of one operation are measured interleaved: every cycle visits every "
                   "implementation and `direct` once, in random order, a short warm block each. Each "
-                  "ratio of medians gets a 99 % bootstrap interval that resamples whole cycles, the same "
-                  "cycles for both sides (paired: a slow spell of the machine slows both). The ranking "
+                  "ratio is paired by cycle: the median over cycles of a's time ÷ b's in the same cycle "
+                  "(a slow spell of the machine slows both and cancels), with a 99 % bootstrap interval "
+                  "that resamples whole cycles. The ranking "
                   "says `a < b` only where that interval excludes 1, and `a ~ b` (no significant "
                   "difference) otherwise; neighbours in median order are joined that way."))
     out: list[str] = []
@@ -85,13 +86,13 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
                 p = by_pair[(a, b)]
                 rows.append([a, p["relation"], b, _ci(p),
                              "no significant difference" if p["relation"] == "~" else "significant"])
-            page.add(Table(["a", "", "b", "median a ÷ median b [99 % CI]", "verdict"], rows,
+            page.add(Table(["a", "", "b", "a ÷ b, paired by cycle [99 % CI]", "verdict"], rows,
                            caption=f"{op}, {mode}: neighbours in median order "
                                    f"({ranking['cycles']} cycles, {ranking['resamples']} resamples)",
                            anchor=f"pairs-{op}-{mode}"))
             to_base = ranking.get("to_baseline") or {}
             if to_base:
-                page.add(Table(["implementation", "median ÷ direct [99 % CI]"],
+                page.add(Table(["implementation", "÷ direct, paired by cycle [99 % CI]"],
                                [[s, _ci(r)] for s, r in to_base.items()],
                                caption=f"{op}, {mode}: ratio to direct", anchor=f"ratio-{op}-{mode}"))
             ties = [p["text"] for p in ranking["pairs"] if p["relation"] == "~"

@@ -373,7 +373,7 @@ def test_report_shows_rankings_with_confidence_the_cpu_split_and_the_noise_guard
     chain = run["rankings"]["insert"]["chain"]
     assert chain.startswith("direct < ") and f"**{chain}**" in md
     assert f"native, insert: {chain}" in summary["confidence"]
-    assert "median ÷ direct [99 % CI]" in md and "no significant difference" not in chain
+    assert "÷ direct, paired by cycle [99 % CI]" in md and "no significant difference" not in chain
     assert "client CPU" in md and "insert, native mode: wall time per operation split" in md
     assert html.count("<svg") == 4 + 3  # + one CPU figure per operation
     assert "**flagged**" in md and "calibration moved +33%" in md

@@ -36,11 +36,19 @@ def test_each_ratio_to_direct_has_its_spread_across_runs():
     assert "2.05 [2.00–2.20] ±7.3%" in markdown(summarize(runs), ["native"], 3)
 
 
-def bench_json(rest: float, direct: float) -> dict:
-    """pytest-benchmark's JSON of one fetch-one run: REST and direct medians (s)."""
+DESIGN = {"block": 1, "baseline_visits": 4}
+
+
+def bench_json(rest: float | list[float], direct: float | list[float]) -> dict:
+    """pytest-benchmark's JSON of one fetch-one run, as the suite writes it:
+    REST's rounds (s), one a cycle, and direct's, four a cycle; a number is
+    five cycles of that time."""
+    rest = rest if isinstance(rest, list) else [rest] * 5
+    direct = direct if isinstance(direct, list) else [direct] * 4 * len(rest)
     return {"benchmarks": [
-        {"group": "fetch-one", "params": {"subject": "rest/python_flask"}, "stats": {"median": rest}},
-        {"group": "fetch-one", "params": {"subject": "direct"}, "stats": {"median": direct}}]}
+        {"group": "fetch-one", "params": {"subject": s}, "extra_info": {"design": DESIGN},
+         "stats": {"median": sorted(d)[len(d) // 2], "data": d}}
+        for s, d in (("rest/python_flask", rest), ("direct", direct))]}
 
 
 def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tmp_path):
@@ -52,7 +60,7 @@ def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tm
     assert ok and "2.000    2.020    2.050    2.020" in text
     paths[2].write_text(json.dumps(bench_json(2.2, 1.0)))
     text, ok = check(paths, 0.03)
-    assert not ok and text.rstrip().endswith("NOT all within tolerance (marked !)")
+    assert not ok and "0 of 1 ratios within ±3%: NOT all within tolerance (marked !)" in text
 
 
 def test_check_names_a_run_whose_direct_median_moved_past_ten_percent(tmp_path):
@@ -64,3 +72,21 @@ def test_check_names_a_run_whose_direct_median_moved_past_ten_percent(tmp_path):
     assert "(direct median, µs)" in text and "488      479      583      488" in text
     assert "run 3: direct's fetch-one median moved +19%" in text
     assert "run 1:" not in text and "run 2:" not in text
+
+
+def test_check_pairs_each_cycle_so_a_machine_that_changed_speed_between_cycles_cancels(tmp_path):
+    """Known answer: in run 3 the machine is 1.5x slower from the third of
+    five cycles on, and REST's own noise (x0.9, x1.1) puts a slow cycle at
+    its median: the ratio of the medians moves (2.7 / 1.5 = 1.80), the paired
+    ratio (per cycle 2.0, 2.0, 1.8, 2.0, 2.2) stays 2.00."""
+    steady = bench_json([2.0] * 5, [1.0] * 20)
+    slowed = bench_json([2.0, 2.0, 2.7, 3.0, 3.3], [1.0] * 8 + [1.5] * 12)
+    paths = []
+    for i, run in enumerate([steady, steady, slowed]):
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(run))
+    text, ok = check(paths, 0.03)
+    assert ok and "2.000    2.000    2.000" in text
+    assert "(median ÷ direct median: 0 of 1 within ±3%" in text
+    text, ok = check(paths, 0.03, statistic="medians")
+    assert not ok and "2.000    2.000    1.800" in text
