@@ -60,8 +60,18 @@ def early_table(write: Any, result: Any) -> None:
         write(line)
     for line in ranking_lines(result.ranking):
         write(line)
-    write(f"({result.operation} measured in {result.seconds:.0f} s; every table again at the end, "
-          f"with the noise guard)")
+    write(f"({result.operation} measured in {result.seconds:.0f} s{settled(result.settle)}; every table again "
+          f"at the end, with the noise guard)")
+
+
+def settled(settle: dict[str, Any]) -> str:
+    """How the subjects settled before the measured cycles, for a table's last line."""
+    if not settle or settle.get("settled") is None:
+        return ""
+    text = f", {settle['seconds']:.0f} s of it settling ({settle['cycles']} untimed cycles)"
+    if not settle["settled"]:
+        text += " - still improving at the limit: " + ", ".join(settle["still_improving"])
+    return text
 
 
 def collect(config: pytest.Config) -> dict[str, dict[str, dict[str, Any]]]:
@@ -205,4 +215,5 @@ def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str,
     if suite is not None:
         out["design"] = suite.design.describe()
         out["seconds_per_operation"] = {op: round(r.seconds, 1) for op, r in suite.results.items()}
+        out["settle"] = {op: r.settle for op, r in suite.results.items() if r.settle}
     return out

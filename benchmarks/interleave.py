@@ -17,6 +17,17 @@ each visit at its own random place in the cycle: it is the denominator of
 every ratio, so its sampling error moves all of them at once, and it is the
 cheapest subject to sample (see README, "How many cycles a ±3 % ratio needs").
 
+Before the measured cycles every subject gets `warmup` untimed calls, then
+the subjects *settle*: untimed cycles, exactly like the measured ones, in
+windows of at least `settle_window_s` seconds (and 20 cycles), until no
+subject's ratio to the baseline (paired by cycle, the median over the window)
+has set a new low by more than `settle_eps` for `settle_windows` windows in a
+row, or `settle_s` seconds have passed. A service that is still getting
+faster (Node.js's V8 keeps compiling a fetch-one path for some thousands of
+calls here) is measured once it has stopped, whatever the machine's speed
+while it warmed; one whose speed only wanders stops after the minimum. The
+Measurement says how long it took and who was still improving at the limit.
+
 Hooks run outside the timed windows: after every untimed call, and after
 every block (the insert benchmark deletes what it created there, so every
 block of inserts starts from the same empty collection).
@@ -25,9 +36,10 @@ block of inserts starts from the same empty collection).
 from __future__ import annotations
 
 import random
+import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -36,9 +48,11 @@ class Design:
     block: int = 1        # timed calls per visit
     discard: int = 1      # untimed calls at the start of each visit
     blocks: int = 300     # cycles: every subject is visited this many times
-    warmup: int = 30      # untimed calls per subject before the first cycle, at least ...
-    warmup_s: float = 0.0     # ... and then on until this many seconds of them have passed,
-    warmup_max: int = 1000    # or this many calls (Node.js's V8 speeds up over its first ~500 calls)
+    warmup: int = 30      # untimed calls per subject before anything else
+    settle_s: float = 0.0          # at most this long in untimed cycles before the measured ones,
+    settle_window_s: float = 5.0   # judged in windows this long (and at least SETTLE_MIN_CYCLES),
+    settle_eps: float = 0.03       # until no ratio to the baseline sets a new low by more than this
+    settle_windows: int = 2        # for this many windows in a row
     baseline: str = "direct"
     baseline_visits: int = 1  # visits of the baseline per cycle
 
@@ -56,12 +70,16 @@ class Design:
     def describe(self) -> dict[str, Any]:
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
-                "blocks": self.blocks, "warmup": self.warmup, "warmup_s": self.warmup_s,
-                "warmup_max": self.warmup_max, "rounds": self.rounds,
+                "blocks": self.blocks, "warmup": self.warmup, "settle_s": self.settle_s,
+                "settle_window_s": self.settle_window_s, "settle_eps": self.settle_eps,
+                "settle_windows": self.settle_windows, "rounds": self.rounds,
                 "baseline": self.baseline, "baseline_visits": self.baseline_visits,
                 "baseline_rounds": self.rounds * self.baseline_visits,
                 "order": "every cycle visits every subject once (the baseline baseline_visits times), "
                          "in a fresh random order"}
+
+
+SETTLE_MIN_CYCLES = 20
 
 
 @dataclass
@@ -69,6 +87,42 @@ class Measurement:
     times: dict[str, list[float]]            # subject -> seconds per timed call, cycle-major
     cpu_ns: dict[str, dict[str, int]]        # subject -> process -> CPU ns over its timed windows
     wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
+    settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, settled, still_improving
+
+
+class Settling:
+    """The settling rule over windows of cycles: per subject, the window's
+    median of per-cycle ratios to the baseline (or of its own times, with no
+    baseline); a subject is steady once `need` windows in a row set no new
+    low by more than `eps`."""
+
+    def __init__(self, subjects: list[str], baseline: str, eps: float, need: int):
+        self.baseline = baseline if baseline in subjects else None
+        self.subjects = [s for s in subjects if s != self.baseline]
+        self.eps, self.need = eps, need
+        self.best = dict.fromkeys(self.subjects, float("inf"))
+        self.steady = dict.fromkeys(self.subjects, 0)
+
+    def window(self, cycles: list[dict[str, list[float]]]) -> bool:
+        """One window's cycles ({subject: its timed seconds in that cycle});
+        whether every subject is now steady."""
+        for s in self.subjects:
+            if self.baseline:
+                values = [statistics.median(c[s]) / statistics.median(c[self.baseline]) for c in cycles]
+            else:
+                values = [statistics.median(c[s]) for c in cycles]
+            m = statistics.median(values)
+            self.steady[s] = 0 if m < self.best[s] * (1 - self.eps) else self.steady[s] + 1
+            self.best[s] = min(self.best[s], m)
+        return self.settled
+
+    @property
+    def settled(self) -> bool:
+        return all(n >= self.need for n in self.steady.values())
+
+    @property
+    def improving(self) -> list[str]:
+        return [s for s, n in self.steady.items() if n < self.need]
 
 
 def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int | None = None,
@@ -78,7 +132,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
     """Run the design. `clocks[subject].read()` -> {process: CPU ns} is read just
     before the first and `.read(closing=True)` just after the last timed call of each block;
     `after_untimed(subject, result)` runs after every warm-up or discarded call,
-    `between(subject, results)` after every block, both outside the windows."""
+    `between(subject, results)` after every block (settling ones too), both outside the windows."""
     rng = random.Random(seed)
     clock = time.perf_counter_ns
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -92,33 +146,58 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             if after_untimed is not None:
                 after_untimed(name, result)
 
-    for name in calls:
-        ends, done = time.monotonic() + design.warmup_s, design.warmup
-        untimed(name, design.warmup)
-        while done < design.warmup_max and time.monotonic() < ends:
-            untimed(name, 1)
-            done += 1
     order = [name for name in calls for _ in range(design.visits(name))]
-    for _ in range(design.blocks):
+
+    def cycle(measured: bool) -> dict[str, list[float]]:
+        """One cycle; {subject: seconds of its timed calls in it}."""
         rng.shuffle(order)
+        took: dict[str, list[float]] = {name: [] for name in calls}
         for name in order:
             untimed(name, design.discard)
-            call, out, results = calls[name], times[name], []
-            meter = clocks.get(name) if clocks else None
+            call, out, results = calls[name], took[name], []
+            meter = clocks.get(name) if clocks and measured else None
             before = meter.read() if meter else None
             window = clock()
             for _ in range(design.block):
                 start = clock()
                 results.append(call())
                 out.append((clock() - start) / 1e9)
-            wall[name] += clock() - window
+            if measured:
+                wall[name] += clock() - window
             if meter is not None and before is not None:
                 after = meter.read(closing=True)
                 for process, ns in after.items():
                     cpu[name][process] = cpu[name].get(process, 0) + ns - before.get(process, ns)
             if between is not None:
                 between(name, results)
-    return Measurement(times, cpu, wall)
+        return took
+
+    for name in calls:
+        untimed(name, design.warmup)
+    settle = _settle(cycle, list(calls), design)
+    for _ in range(design.blocks):
+        for name, took in cycle(measured=True).items():
+            times[name] += took
+    return Measurement(times, cpu, wall, settle)
+
+
+def _settle(cycle: Callable[[bool], dict[str, list[float]]], subjects: list[str], design: Design) -> dict[str, Any]:
+    """Untimed cycles until Settling says every subject is steady or settle_s has passed."""
+    started = time.monotonic()
+    rule = Settling(subjects, design.baseline, design.settle_eps, design.settle_windows)
+    cycles, done = [], 0
+    window_started = started
+    while design.settle_s > 0 and time.monotonic() - started < design.settle_s:
+        cycles.append(cycle(False))
+        done += 1
+        if len(cycles) >= SETTLE_MIN_CYCLES and time.monotonic() - window_started >= design.settle_window_s:
+            if rule.window(cycles):
+                break
+            cycles, window_started = [], time.monotonic()
+    if design.settle_s <= 0:
+        return {"cycles": 0, "seconds": 0.0, "settled": None, "still_improving": []}
+    return {"cycles": done, "seconds": round(time.monotonic() - started, 1), "settled": rule.settled,
+            "still_improving": rule.improving}
 
 
 def sequential(calls: Mapping[str, Callable[[], Any]], rounds: int, warmup: int = 50) -> dict[str, list[float]]:

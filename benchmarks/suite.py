@@ -11,10 +11,12 @@ CPU time of the client process, the subject's service tree and the database
 is read (lab.resources.CpuClock), so every figure of a subject comes from the
 same rounds. The baseline, the denominator of every ratio, is visited
 LAB_BENCH_BASELINE_VISITS times a cycle. Before the first cycle every subject
-is called untimed for LAB_BENCH_WARMUP_S seconds (at least LAB_BENCH_WARMUP,
-at most 1,000 calls). Settings: LAB_BENCH_CYCLES (800), LAB_BENCH_BLOCK (1),
-LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30), LAB_BENCH_WARMUP_S (3),
-LAB_BENCH_BASELINE_VISITS (4).
+is called untimed LAB_BENCH_WARMUP times, then the subjects settle in untimed
+cycles (benchmarks/interleave.py: windows of 5 s, until no ratio to direct
+has set a new low by more than 3 % for 3 windows in a row, at most
+LAB_BENCH_SETTLE_S seconds). Settings: LAB_BENCH_CYCLES (800),
+LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
+LAB_BENCH_SETTLE_S (150), LAB_BENCH_BASELINE_VISITS (4).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def design_from_env() -> Design:
     def get(name: str, default: int) -> int:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
-                  warmup=get("WARMUP", 30), warmup_s=float(os.environ.get("LAB_BENCH_WARMUP_S", 3.0)),
+                  warmup=get("WARMUP", 30), settle_s=float(os.environ.get("LAB_BENCH_SETTLE_S", 150.0)),
+                  settle_window_s=5.0, settle_eps=0.03, settle_windows=3,
                   baseline_visits=get("BASELINE_VISITS", 4))
 
 
@@ -97,6 +100,7 @@ class Result:
     cpu_us: dict[str, dict[str, float]] = field(default_factory=dict)   # subject -> process -> µs per op
     wall_us: dict[str, float] = field(default_factory=dict)             # subject -> µs per op, timed windows
     errors: dict[str, BaseException] = field(default_factory=dict)
+    settle: dict[str, Any] = field(default_factory=dict)                # Measurement.settle
     ranking: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -151,6 +155,7 @@ class Suite:
                                **cleanup(op, collection))
             result.seconds = time.monotonic() - started
             result.times = measured.times
+            result.settle = measured.settle
             for subject, per_process in measured.cpu_ns.items():
                 n = len(measured.times[subject])
                 result.cpu_us[subject] = {p: ns / n / 1e3 for p, ns in per_process.items()}
@@ -190,6 +195,7 @@ def record(benchmark: Any, result: Result, subject: str) -> None:
         stats.update(seconds)
     benchmark.extra_info.update({
         "design": result.design.describe(),
+        "settle": result.settle,
         "cpu_us_per_op": {p: round(v, 1) for p, v in result.cpu_us.get(subject, {}).items()},
         "wall_us_per_op": round(result.wall_us.get(subject, 0.0), 1),
         **({"ratio_to_direct": result.ranking["to_baseline"][subject]}

@@ -168,26 +168,43 @@ def test_the_baseline_is_visited_several_times_a_cycle_each_visit_placed_at_rand
     assert len({"".join(x[0] for x in c) for c in cycles}) > 10
 
 
-def test_the_warm_up_calls_each_subject_for_its_time_within_its_bounds():
-    """Design.warmup_s: untimed calls until that time has passed, at least
-    `warmup` and at most `warmup_max` of them, before the first cycle."""
+def test_settling_waits_for_a_subject_that_keeps_getting_faster():
+    """benchmarks/interleave.Settling on synthetic windows: `jit` gets 10 %
+    faster per window for five windows then holds (with ±2 % wobble); `flat`
+    only wobbles. Three steady windows in a row are needed: flat is steady
+    after its fourth window, jit only three windows after its last new low."""
+    from benchmarks.interleave import Settling
+    rule = Settling(["direct", "jit", "flat"], "direct", eps=0.03, need=3)
+    wobble = [1.0, 1.02, 0.98, 1.01, 0.99, 1.02, 1.0, 1.0, 1.01, 0.99]
+    settled_at = None
+    for w in range(10):
+        jit = 4.0 * 0.9 ** min(w, 5) * wobble[w]
+        cycles = [{"direct": [1e-3, 1e-3], "jit": [jit * 1e-3], "flat": [2.0 * wobble[w] * 1e-3]}] * 20
+        if rule.window(cycles) and settled_at is None:
+            settled_at = w
+        if w == 3:
+            assert rule.steady["flat"] == 3 and "jit" in rule.improving
+    assert settled_at == 8   # jit's last new low in window 5, then windows 6, 7, 8
+    assert rule.settled and rule.improving == []
+
+
+def test_settling_cycles_are_untimed_bounded_and_still_run_the_hooks():
+    """measure() with settling: the measured rounds are exactly `blocks` per
+    subject (settling cycles are not among them), settling stops by its time
+    limit, and the cleanup hook ran after the settling cycles' blocks too."""
     import time
 
-    from benchmarks.interleave import Design, measure
-    counts = {"slow": 0, "fast": 0}
-
-    def call(name: str, sleep: float):
-        def go():
-            counts[name] += 1
-            time.sleep(sleep)
-        return go
-    calls = {"slow": call("slow", 0.05), "fast": call("fast", 0.0)}
-    measure(calls, Design(blocks=0, warmup=3, warmup_s=0.2, warmup_max=50), seed=1)
-    assert 3 <= counts["slow"] <= 6          # ~0.2 s of 50 ms calls
-    assert counts["fast"] == 50              # capped
-    counts.update(slow=0, fast=0)
-    measure({"slow": calls["slow"]}, Design(blocks=0, warmup=8, warmup_s=0.0), seed=1)
-    assert counts["slow"] == 8               # at least `warmup`, even past the time
+    from benchmarks.interleave import SETTLE_MIN_CYCLES, Design, measure
+    blocks_seen = []
+    calls = {"direct": lambda: time.sleep(0.0005), "a": lambda: time.sleep(0.001)}
+    design = Design(blocks=10, warmup=2, settle_s=0.5, settle_window_s=0.0, baseline_visits=2)
+    m = measure(calls, design, seed=1, between=lambda name, results: blocks_seen.append(name))
+    assert {name: len(t) for name, t in m.times.items()} == {"a": 10, "direct": 20}
+    assert m.settle["cycles"] >= SETTLE_MIN_CYCLES and m.settle["seconds"] < 5
+    assert isinstance(m.settle["settled"], bool)
+    assert len(blocks_seen) == 3 * (10 + m.settle["cycles"])   # 3 visits a cycle
+    off = measure(calls, Design(blocks=2, warmup=0), seed=1)
+    assert off.settle == {"cycles": 0, "seconds": 0.0, "settled": None, "still_improving": []}
 
 
 def test_an_oversampled_baseline_narrows_every_ratio_to_it():
