@@ -12,9 +12,9 @@ is read (lab.resources.CpuClock), so every figure of a subject comes from the
 same rounds. The baseline, the denominator of every ratio, is visited
 LAB_BENCH_BASELINE_VISITS times a cycle. Before the first cycle every subject
 is called untimed LAB_BENCH_WARMUP times, then the subjects settle in untimed
-cycles (benchmarks/interleave.py: windows of 5 s, until no ratio to direct
-has set a new low by more than 3 % for 3 windows in a row, at most
-LAB_BENCH_SETTLE_S seconds). Settings: LAB_BENCH_CYCLES (800),
+cycles (benchmarks/interleave.py: windows of 20 s, until no ratio to direct
+fell by more than 2 % from the window before, at most LAB_BENCH_SETTLE_S
+seconds). Settings: LAB_BENCH_CYCLES (800),
 LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
 LAB_BENCH_SETTLE_S (150), LAB_BENCH_BASELINE_VISITS (4).
 """
@@ -48,7 +48,7 @@ def design_from_env() -> Design:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
                   warmup=get("WARMUP", 30), settle_s=float(os.environ.get("LAB_BENCH_SETTLE_S", 150.0)),
-                  settle_window_s=5.0, settle_eps=0.03, settle_windows=3,
+                  settle_window_s=20.0, settle_eps=0.02,
                   baseline_visits=get("BASELINE_VISITS", 4))
 
 
