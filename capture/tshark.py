@@ -132,6 +132,7 @@ class Packet:
     fin: bool
     rst: bool
     kind: str = DATA
+    seq: int = 0         # tcp.seq, relative: where this payload sits in its direction's byte stream
 
     @property
     def link_header(self) -> int:
@@ -140,7 +141,7 @@ class Packet:
 
 _FIELDS = ("frame.number", "frame.time_epoch", "frame.len", "tcp.stream", "tcp.srcport",
            "tcp.dstport", "tcp.len", "ip.hdr_len", "tcp.hdr_len", "tcp.flags.syn",
-           "tcp.flags.ack", "tcp.flags.fin", "tcp.flags.reset")
+           "tcp.flags.ack", "tcp.flags.fin", "tcp.flags.reset", "tcp.seq")
 
 
 def _flag(text: str) -> bool:
@@ -159,13 +160,13 @@ def read_packets(path: str | Path) -> list[Packet]:
     packets = []
     for line in done.stdout.splitlines():
         (number, stamp, frame_len, stream, src, dst, payload, ip_hdr, tcp_hdr,
-         syn, ack, fin, rst) = line.split("\t")
+         syn, ack, fin, rst, seq) = line.split("\t")
         packets.append(Packet(
             number=int(number), time=float(stamp), frame_len=int(frame_len),
             stream=int(stream), src_port=int(src), dst_port=int(dst), payload=int(payload),
             ip_header=int(ip_hdr) if ip_hdr else 40,  # no ip.hdr_len: IPv6, fixed 40
             tcp_header=int(tcp_hdr), syn=_flag(syn), ack=_flag(ack), fin=_flag(fin),
-            rst=_flag(rst)))
+            rst=_flag(rst), seq=int(seq or 0)))
     return classify(packets)
 
 
@@ -236,6 +237,25 @@ def tally(packets: Iterable[Packet], server_port: int) -> Split:
         elif p.src_port == server_port:
             down += _one(p)
     return Split(up, down)
+
+
+def distinct_payload(packets: Iterable[Packet], server_port: int) -> tuple[int, int]:
+    """(to the server, to the client): payload bytes counted once per position in
+    each connection's byte stream. A retransmitted segment is on the wire twice
+    (tally counts it twice, as bytes on the wire); here it counts once."""
+    spans: dict[tuple[int, bool], list[tuple[int, int]]] = {}
+    for p in packets:
+        if p.payload and server_port in (p.src_port, p.dst_port):
+            spans.setdefault((p.stream, p.dst_port == server_port), []).append((p.seq, p.seq + p.payload))
+    out = {True: 0, False: 0}
+    for (_, up), ranges in spans.items():
+        end = None
+        for low, high in sorted(ranges):
+            start = low if end is None else max(low, end)
+            if high > start:
+                out[up] += high - start
+            end = high if end is None else max(end, high)
+    return out[True], out[False]
 
 
 def by_kind(packets: Iterable[Packet], server_port: int) -> dict[str, Split]:
