@@ -16,7 +16,7 @@ cycles (benchmarks/interleave.py: windows of 20 s, until no ratio to direct
 fell by more than 2 % from the window before, at most LAB_BENCH_SETTLE_S
 seconds). Settings: LAB_BENCH_CYCLES (800),
 LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
-LAB_BENCH_SETTLE_S (150), LAB_BENCH_BASELINE_VISITS (4).
+LAB_BENCH_SETTLE_S (90), LAB_BENCH_BASELINE_VISITS (4).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def design_from_env() -> Design:
     def get(name: str, default: int) -> int:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
-                  warmup=get("WARMUP", 30), settle_s=float(os.environ.get("LAB_BENCH_SETTLE_S", 150.0)),
+                  warmup=get("WARMUP", 30), settle_s=float(os.environ.get("LAB_BENCH_SETTLE_S", 90.0)),
                   settle_window_s=20.0, settle_eps=0.02,
                   baseline_visits=get("BASELINE_VISITS", 4))
 
