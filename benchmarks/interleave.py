@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.statistics import paired_ratios
+
 
 @dataclass(frozen=True)
 class Design:
@@ -109,10 +111,9 @@ class Settling:
         whether every subject is now settled."""
         current = {}
         for s in self.subjects:
-            if self.baseline:
-                values = [statistics.median(c[s]) / statistics.median(c[self.baseline]) for c in cycles]
-            else:
-                values = [statistics.median(c[s]) for c in cycles]
+            own = [c[s] for c in cycles]
+            values = (paired_ratios(own, [c[self.baseline] for c in cycles]) if self.baseline
+                      else [statistics.median(x) for x in own])
             current[s] = statistics.median(values)
         self.improving = [s for s in self.subjects
                           if s not in self.last or current[s] < self.last[s] * (1 - self.eps)]
@@ -182,19 +183,19 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
 
 def _settle(cycle: Callable[[bool], dict[str, list[float]]], subjects: list[str], design: Design) -> dict[str, Any]:
     """Untimed cycles until Settling says every subject is steady or settle_s has passed."""
+    if design.settle_s <= 0:
+        return {"cycles": 0, "seconds": 0.0, "settled": None, "still_improving": []}
     started = time.monotonic()
     rule = Settling(subjects, design.baseline, design.settle_eps)
     cycles, done = [], 0
     window_started = started
-    while design.settle_s > 0 and time.monotonic() - started < design.settle_s:
+    while time.monotonic() - started < design.settle_s:
         cycles.append(cycle(False))
         done += 1
         if len(cycles) >= SETTLE_MIN_CYCLES and time.monotonic() - window_started >= design.settle_window_s:
             if rule.window(cycles):
                 break
             cycles, window_started = [], time.monotonic()
-    if design.settle_s <= 0:
-        return {"cycles": 0, "seconds": 0.0, "settled": None, "still_improving": []}
     return {"cycles": done, "seconds": round(time.monotonic() - started, 1), "settled": rule.settled,
             "still_improving": rule.improving}
 

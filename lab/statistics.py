@@ -51,7 +51,7 @@ def summarize(data: list[float]) -> dict[str, Any]:
 # The machine's speed in that cycle is in both and cancels; a ratio of the two
 # overall medians keeps whatever the machine did between the cycles that
 # happen to sit at each median. On the same three whole runs (README,
-# "Paired ratios") the ratio of medians held ±3 % across runs for 27 of 54
+# "Ratios paired by cycle") the ratio of medians held ±3 % across runs for 27 of 54
 # ratios, the paired ratio for 42. The interval is a percentile bootstrap that
 # resamples whole cycles (the pairing and the correlation of rounds within a
 # block are kept; resampling single rounds would pretend them away).
