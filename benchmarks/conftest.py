@@ -65,12 +65,23 @@ def early_table(write: Any, result: Any) -> None:
 
 
 def settled(settle: dict[str, Any]) -> str:
-    """How the subjects settled before the measured cycles, for a table's last line."""
-    if not settle or settle.get("settled") is None:
+    """How the subjects were warmed and settled before the measured cycles, for a table's last line."""
+    if not settle:
         return ""
-    text = f", {settle['seconds']:.0f} s of it settling ({settle['cycles']} untimed cycles)"
-    if not settle["settled"]:
+    warm = settle.get("warmup") or {}
+    text = ""
+    if warm:
+        text += f", {sum(w['seconds'] for w in warm.values()):.0f} s of it warming up"
+        own = sorted({w["asked"] for w in warm.values()})
+        if len(own) > 1:
+            text += f" ({', '.join(f'{n:,}' for n in own)} calls a subject, as their manifests ask)"
+    if settle.get("cycles"):
+        text += f", then {settle['cycles']} untimed cycles"
+    if settle.get("settled") is False:
         text += " - still improving at the limit: " + ", ".join(settle["still_improving"])
+    short = [f"{s} ({w['calls']:,} of {w['asked']:,} calls)" for s, w in warm.items() if w["calls"] < w["asked"]]
+    if short:
+        text += " - warm-up cut short by LAB_BENCH_WARMUP_MAX_S: " + ", ".join(short)
     return text
 
 

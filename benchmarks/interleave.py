@@ -17,16 +17,20 @@ each visit at its own random place in the cycle: it is the denominator of
 every ratio, so its sampling error moves all of them at once, and it is the
 cheapest subject to sample (see README, "How many cycles a ±3 % ratio needs").
 
-Before the measured cycles every subject gets `warmup` untimed calls, then
-the subjects *settle*: untimed cycles, exactly like the measured ones, in
-windows of at least `settle_window_s` seconds (and 20 cycles), until no
-subject's ratio to the baseline (paired by cycle, the median over the window)
-is lower than in the window before by more than `settle_eps`, or `settle_s`
-seconds have passed. A service that is still getting
-faster (Node.js's V8 keeps compiling a fetch-one path for some thousands of
-calls here) is measured once it has stopped, whatever the machine's speed
-while it warmed; one whose speed only wanders stops after the minimum. The
-Measurement says how long it took and who was still improving at the limit.
+Before the measured cycles every subject gets untimed warm-up calls, one
+after another: `warmup` each, or the number its manifest asks for
+(`[bench] warmup_calls`: the Node.js services ask for 6,000, since V8 keeps
+speeding them up for about 5,000 fetch-one calls here), at most
+`warmup_max_s` seconds a subject. Then `settle_cycles` untimed cycles exactly
+like the measured ones. Both are counted in calls, not seconds, so every run
+gives every subject the same history whatever the machine's speed that hour
+(a runtime that tiers up or resizes its heap by what it has executed reaches
+the same state). `settle_s` > 0 adds the older adaptive rule instead: untimed
+cycles in windows of at least `settle_window_s` seconds (and 20 cycles),
+until no subject's ratio to the baseline (paired by cycle, the median over
+the window) is lower than in the window before by more than `settle_eps`, or
+`settle_s` seconds have passed; it let runs settle for different lengths and
+so left Node.js services at different points of their speed-up (README).
 
 Hooks run outside the timed windows: after every untimed call, and after
 every block (the insert benchmark deletes what it created there, so every
@@ -50,7 +54,9 @@ class Design:
     block: int = 1        # timed calls per visit
     discard: int = 1      # untimed calls at the start of each visit
     blocks: int = 300     # cycles: every subject is visited this many times
-    warmup: int = 30      # untimed calls per subject before anything else
+    warmup: int = 30      # untimed calls per subject before anything else (a subject's own count overrides it)
+    warmup_max_s: float = 45.0     # ... but at most this long per subject
+    settle_cycles: int = 0         # then this many untimed cycles
     settle_s: float = 0.0          # at most this long in untimed cycles before the measured ones,
     settle_window_s: float = 20.0  # judged in windows this long (and at least SETTLE_MIN_CYCLES),
     settle_eps: float = 0.02       # until no ratio to the baseline fell by more than this from the window before
@@ -71,7 +77,8 @@ class Design:
     def describe(self) -> dict[str, Any]:
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
-                "blocks": self.blocks, "warmup": self.warmup, "settle_s": self.settle_s,
+                "blocks": self.blocks, "warmup": self.warmup, "warmup_max_s": self.warmup_max_s,
+                "settle_cycles": self.settle_cycles, "settle_s": self.settle_s,
                 "settle_window_s": self.settle_window_s, "settle_eps": self.settle_eps,
                 "rounds": self.rounds,
                 "baseline": self.baseline, "baseline_visits": self.baseline_visits,
@@ -88,7 +95,7 @@ class Measurement:
     times: dict[str, list[float]]            # subject -> seconds per timed call, cycle-major
     cpu_ns: dict[str, dict[str, int]]        # subject -> process -> CPU ns over its timed windows
     wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
-    settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, settled, still_improving
+    settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, settled, still_improving, warmup
 
 
 class Settling:
@@ -128,23 +135,29 @@ class Settling:
 def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int | None = None,
             clocks: Mapping[str, Any] | None = None,
             after_untimed: Callable[[str, Any], None] | None = None,
-            between: Callable[[str, list[Any]], None] | None = None) -> Measurement:
+            between: Callable[[str, list[Any]], None] | None = None,
+            warmup: Mapping[str, int] | None = None) -> Measurement:
     """Run the design. `clocks[subject].read()` -> {process: CPU ns} is read just
     before the first and `.read(closing=True)` just after the last timed call of each block;
     `after_untimed(subject, result)` runs after every warm-up or discarded call,
-    `between(subject, results)` after every block (settling ones too), both outside the windows."""
+    `between(subject, results)` after every block (settling ones too), both outside the windows;
+    `warmup[subject]` replaces design.warmup for that subject."""
     rng = random.Random(seed)
     clock = time.perf_counter_ns
     times: dict[str, list[float]] = {name: [] for name in calls}
     cpu: dict[str, dict[str, int]] = {name: {} for name in calls}
     wall: dict[str, int] = dict.fromkeys(calls, 0)
 
-    def untimed(name: str, n: int) -> None:
-        call = calls[name]
-        for _ in range(n):
+    def untimed(name: str, n: int, limit_s: float | None = None) -> int:
+        """n untimed calls (fewer if limit_s runs out first); how many were made."""
+        call, deadline = calls[name], None if limit_s is None else time.monotonic() + limit_s
+        for done in range(n):
+            if deadline is not None and time.monotonic() > deadline:
+                return done
             result = call()
             if after_untimed is not None:
                 after_untimed(name, result)
+        return n
 
     order = [name for name in calls for _ in range(design.visits(name))]
 
@@ -172,9 +185,18 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                 between(name, results)
         return took
 
+    warmed = {}
     for name in calls:
-        untimed(name, design.warmup)
+        started = time.monotonic()
+        asked = (warmup or {}).get(name, design.warmup)
+        made = untimed(name, asked, design.warmup_max_s)
+        warmed[name] = {"calls": made, "asked": asked, "seconds": round(time.monotonic() - started, 1)}
+    started = time.monotonic()
+    for _ in range(design.settle_cycles):
+        cycle(False)
     settle = _settle(cycle, list(calls), design)
+    settle.update(cycles=settle["cycles"] + design.settle_cycles, seconds=round(time.monotonic() - started, 1),
+                  warmup=warmed)
     for _ in range(design.blocks):
         for name, took in cycle(measured=True).items():
             times[name] += took

@@ -11,12 +11,15 @@ CPU time of the client process, the subject's service tree and the database
 is read (lab.resources.CpuClock), so every figure of a subject comes from the
 same rounds. The baseline, the denominator of every ratio, is visited
 LAB_BENCH_BASELINE_VISITS times a cycle. Before the first cycle every subject
-is called untimed LAB_BENCH_WARMUP times, then the subjects settle in untimed
-cycles (benchmarks/interleave.py: windows of 20 s, until no ratio to direct
-fell by more than 2 % from the window before, at most LAB_BENCH_SETTLE_S
-seconds). Settings: LAB_BENCH_CYCLES (800),
+is called untimed LAB_BENCH_WARMUP times, or as often as its manifest's
+`[bench] warmup_calls` says (the Node.js services: 6,000), at most
+LAB_BENCH_WARMUP_MAX_S seconds each; then LAB_BENCH_SETTLE_CYCLES untimed
+cycles. Counts, not seconds: every run gives every subject the same history
+(benchmarks/interleave.py). Settings: LAB_BENCH_CYCLES (800),
 LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
-LAB_BENCH_SETTLE_S (90), LAB_BENCH_BASELINE_VISITS (4).
+LAB_BENCH_WARMUP_MAX_S (45), LAB_BENCH_SETTLE_CYCLES (100),
+LAB_BENCH_BASELINE_VISITS (4); LAB_BENCH_SETTLE_S (0: off) adds the older
+adaptive settling by time.
 """
 
 from __future__ import annotations
@@ -47,8 +50,9 @@ def design_from_env() -> Design:
     def get(name: str, default: int) -> int:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
-                  warmup=get("WARMUP", 30), settle_s=float(os.environ.get("LAB_BENCH_SETTLE_S", 90.0)),
-                  settle_window_s=20.0, settle_eps=0.02,
+                  warmup=get("WARMUP", 30), warmup_max_s=float(os.environ.get("LAB_BENCH_WARMUP_MAX_S", 45.0)),
+                  settle_cycles=get("SETTLE_CYCLES", 100),
+                  settle_s=float(os.environ.get("LAB_BENCH_SETTLE_S", 0.0)), settle_window_s=20.0, settle_eps=0.02,
                   baseline_visits=get("BASELINE_VISITS", 4))
 
 
@@ -119,6 +123,14 @@ class Suite:
         self.noise_before: dict[str, Any] | None = None
         self.on_measured: Callable[[Result], None] | None = None  # called as each operation is measured
 
+    def warmup_calls(self, subjects: list[str]) -> dict[str, int]:
+        """The subjects whose manifest asks for their own number of warm-up calls."""
+        found = {}
+        for impl in self.lab.implementations:
+            if impl.name in subjects and impl.warmup_calls is not None:
+                found[impl.name] = impl.warmup_calls
+        return found
+
     def clocks(self, subjects: list[str]) -> dict[str, CpuClock]:
         db_pid = getattr(self.lab.database, "pid", None)
         base = {"database": db_pid} if db_pid else {}
@@ -152,7 +164,7 @@ class Suite:
 
             started = time.monotonic()
             measured = measure(calls, self.design, seed=int(time.time()), clocks=self.clocks(list(calls)),
-                               **cleanup(op, collection))
+                               warmup=self.warmup_calls(list(calls)), **cleanup(op, collection))
             result.seconds = time.monotonic() - started
             result.times = measured.times
             result.settle = measured.settle

@@ -95,6 +95,7 @@ class Implementation:
     packages: tuple[str, ...] = ()
     dockerfile: str = "Dockerfile"
     operations: tuple[str, ...] = CRUD_OPERATIONS
+    warmup_calls: int | None = None  # [bench] warmup_calls: untimed calls before the latency suite measures it
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # --- placeholders, build and run ---------------------------------------------
@@ -260,9 +261,17 @@ def _load(path: Path) -> Implementation:
             packages=tuple(versions.get("packages", manifest.get("packages", ()))),
             dockerfile=manifest.get("docker", {}).get("dockerfile", "Dockerfile"),
             operations=tuple(manifest.get("operations", CRUD_OPERATIONS)),
+            warmup_calls=_warmup_calls(path, manifest.get("bench", {})),
             manifest=manifest)
     except KeyError as exc:
         raise SystemExit(f"{path}: manifest lacks {exc}") from None
+
+
+def _warmup_calls(path: Path, bench: dict[str, Any]) -> int | None:
+    value = bench.get("warmup_calls")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise SystemExit(f"{path}: [bench] warmup_calls must be a whole number >= 0, not {value!r}")
+    return value
 
 
 def discover(root: Path = SERVICES) -> list[Implementation]:

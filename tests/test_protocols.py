@@ -63,3 +63,24 @@ def test_native_error_accepts_its_own_spelling_and_no_other(protocol: str) -> No
         for other in ERRORS:
             if other != code and spell(other) != spell(code):
                 assert not get(protocol).native_error(spell(other), code), (protocol, code, other)
+
+
+def test_a_manifest_may_ask_for_its_own_warm_up_and_a_bad_count_is_refused(tmp_path, monkeypatch) -> None:
+    """[bench] warmup_calls: the Node.js services ask for 6,000 (V8's speed-up),
+    the others take the suite's default; a count that is not a whole number stops the run."""
+    from lab import registry
+    from lab.registry import _load
+    monkeypatch.setattr(registry, "SERVICES", tmp_path)
+    counts = {impl.name: impl.warmup_calls for impl in IMPLEMENTATIONS if impl.serves("create", "get", "list")}
+    assert {n for n, c in counts.items() if c is not None} == {n for n in counts if "/node_" in n}
+    assert all(c == 6000 for n, c in counts.items() if "/node_" in n)
+    source = (settings.ROOT / "services/rest/go_nethttp/manifest.toml").read_text()
+    folder = tmp_path / "rest" / "x"
+    folder.mkdir(parents=True)
+    for text, expect in (("\n[bench]\nwarmup_calls = 12\n", 12), ("", None)):
+        (folder / "manifest.toml").write_text(source + text)
+        assert _load(folder / "manifest.toml").warmup_calls == expect
+    for bad in ("-1", "2.5", '"many"', "true"):
+        (folder / "manifest.toml").write_text(source + f"\n[bench]\nwarmup_calls = {bad}\n")
+        with pytest.raises(SystemExit, match="warmup_calls must be a whole number"):
+            _load(folder / "manifest.toml")

@@ -206,7 +206,40 @@ def test_settling_cycles_are_untimed_bounded_and_still_run_the_hooks():
     assert isinstance(m.settle["settled"], bool)
     assert len(blocks_seen) == 3 * (10 + m.settle["cycles"])   # 3 visits a cycle
     off = measure(calls, Design(blocks=2, warmup=0), seed=1)
-    assert off.settle == {"cycles": 0, "seconds": 0.0, "settled": None, "still_improving": []}
+    assert off.settle["cycles"] == 0 and off.settle["settled"] is None and off.settle["still_improving"] == []
+
+
+def test_warm_up_is_counted_per_subject_and_settling_in_fixed_cycles():
+    """A subject's own warm-up count replaces the design's; the warm-up stops
+    at warmup_max_s (and says so); then exactly settle_cycles untimed cycles,
+    their hooks run, before the measured ones."""
+    import time
+
+    from benchmarks.conftest import settled
+    from benchmarks.interleave import Design, measure
+    made = {"direct": 0, "node": 0, "slow": 0}
+    blocks_seen = []
+
+    def counting(name, pause=0.0):
+        def call():
+            made[name] += 1
+            time.sleep(pause)
+        return call
+    calls = {"direct": counting("direct"), "node": counting("node"), "slow": counting("slow", 0.01)}
+    design = Design(blocks=4, discard=1, warmup=3, warmup_max_s=0.2, settle_cycles=5, baseline_visits=2)
+    m = measure(calls, design, seed=2, warmup={"node": 500, "slow": 1000},
+                between=lambda name, results: blocks_seen.append(name))
+    warm = m.settle["warmup"]
+    assert warm["direct"]["calls"] == 3 and warm["node"] == {**warm["node"], "calls": 500, "asked": 500}
+    assert 5 <= warm["slow"]["calls"] < 1000 and warm["slow"]["asked"] == 1000   # cut by the 0.2 s limit
+    visits = 2 + 1 + 1
+    assert m.settle["cycles"] == 5 and len(blocks_seen) == visits * (5 + 4)
+    assert {name: len(t) for name, t in m.times.items()} == {"direct": 8, "node": 4, "slow": 4}
+    # every call: warm-up, then (discard + timed) per visit over settling and measured cycles
+    assert made["node"] == 500 + 2 * (5 + 4) and made["direct"] == 3 + 2 * 2 * (5 + 4)
+    line = settled(m.settle)
+    assert "then 5 untimed cycles" in line and "3, 500, 1,000 calls a subject" in line
+    assert f"slow ({warm['slow']['calls']:,} of 1,000 calls)" in line
 
 
 def test_an_oversampled_baseline_narrows_every_ratio_to_it():
