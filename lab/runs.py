@@ -200,6 +200,10 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
     ops = [op for op in OPERATIONS if any(op in r for r in runs)]
     ops += sorted({op for r in runs for op in r} - set(ops))
     for op in ops:
+        lacking = [i + 1 for i, r in enumerate(runs) if not r.get(op)]
+        if lacking:
+            lines += ["", f"{op}: not compared (not measured in run {', '.join(map(str, lacking))})"]
+            continue
         subjects = [s for s in (runs[0].get(op) or {}) if all(s in r.get(op, {}) for r in runs)]
         lines += ["", f"{op:<{NAME_WIDTH}}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(runs)))
                   + f"{'middle':>9}{'dev':>8}"]

@@ -90,3 +90,18 @@ def test_check_pairs_each_cycle_so_a_machine_that_changed_speed_between_cycles_c
     assert "(median ÷ direct median: 0 of 1 within ±3%" in text
     text, ok = check(paths, 0.03, statistic="medians")
     assert not ok and "2.000    2.000    1.800" in text
+
+
+def test_check_says_which_runs_lack_an_operation_and_scores_the_others(tmp_path):
+    """A run of -k 'insert or fetch_one' beside a whole one: fetch-100 is named
+    as not compared, not printed as an empty table, and not counted."""
+    paths = []
+    for i in range(3):
+        data = bench_json(2.0 + i / 100, 1.0)
+        if i == 0:
+            data["benchmarks"] += [{**b, "group": "fetch-100"} for b in bench_json(9.0, 1.0)["benchmarks"]]
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(data))
+    text, ok = check(paths, 0.03)
+    assert ok and "fetch-100: not compared (not measured in run 2, 3)" in text
+    assert "1 of 1 ratios within ±3%" in text
