@@ -151,11 +151,12 @@ def k6_binary():
 @pytest.mark.parametrize("name", WS_HOLDING)
 def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, name):
     """1,000 k6 WebSocket clients, each on its own connection for 10 s after it opens, one
-    request every 8 s (3,000 requests in all; with one every 4 s, 4,000,
-    socket.io pinned to one CPU beside the database answered 561 of them
-    DEADLINE_EXCEEDED in make test on 2026-11-25 23:40 UTC, the machine at half
-    its usual speed: its 5 s database budget ran out in the queue, a throughput
-    limit this test does not ask about; the handshakes of all 1,000 spread
+    request every 4 s, the first at a random moment within 4 s of the connection
+    opening (sent at once, 1,000 first requests arrived within about a second:
+    in make test at 23:40 and 23:54 UTC on 2026-11-25, the machine at half its
+    usual speed, socket.io and ws/node_ws, each pinned to one CPU beside the
+    database, answered 340-561 of them DEADLINE_EXCEEDED, their 5 s database
+    budget spent queueing: a burst limit this test does not ask about; the handshakes of all 1,000 spread
     over at most 1.0 s in today's runs): the service holds all 1,000 at once and answers
     every request with its reply, none with an error. (k6 gives up on a
     handshake not answered within 60 s: "i/o timeout", a ws_error; a
@@ -166,7 +167,7 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
     plan = {"target": lab.endpoints[name], "request": operations.request(protocol, lab.endpoints[name], "fetch-one"),
             "executor": {"executor": "per-vu-iterations", "vus": 1000, "iterations": 1,
                          "maxDuration": "120s"},
-            "duration_s": 10, "think_ms": 8_000, "timeout": "10s"}
+            "duration_s": 10, "think_ms": 4_000, "first_spread_ms": 4_000, "timeout": "10s"}
     # Pinned as the load sweep is (load/pinning.py): the service and the
     # database on one CPU, k6's 1,000 connections on the other.
     from load import pinning

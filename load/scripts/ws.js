@@ -1,7 +1,8 @@
 // WebSocket (contract/ws-protocol.md) with k6/websockets: each VU opens one
 // connection and keeps it for its whole iteration.
 //
-//   closed model (plan.rate absent): send, wait for the reply (and
+//   closed model (plan.rate absent): send (the first after a random delay
+//     under plan.first_spread_ms, if set), wait for the reply (and
 //     plan.think_ms), send the next, until plan.calls replies or
 //     plan.duration_s seconds after the connection opened;
 //   open model (plan.rate: requests/s for all VUs): each connection sends on
@@ -108,6 +109,10 @@ export default function () {
         timer = setTimeout(tick, Math.max(0, origin + k * period - now()));
       };
       tick();
+    } else if (plan.first_spread_ms) {
+      // closed model, clients arriving over time: the first request at a random
+      // moment within first_spread_ms of the connection opening, not all at once
+      timer = setTimeout(() => { timer = null; send(now()); }, Math.random() * plan.first_spread_ms);
     } else {
       send(now());
     }
