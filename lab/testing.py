@@ -3,9 +3,13 @@ session, started and stopped here, and one connected client per implementation."
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,6 +53,12 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _terminate)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without workers)
+        for suffix in (".gate", ".lock"):
+            _lock_base(os.getpid()).with_suffix(suffix).unlink(missing_ok=True)
+
+
 # make test runs on three workers (pytest-xdist, `-n 3`; the Makefile's
 # TEST_WORKERS), each with its own lab. Tests that change the host as a whole
 # (its Docker daemon, network namespaces and veth pairs, iptables; or that
@@ -82,6 +92,44 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = True
     return OneWorkerGroups(config, log)
+
+
+# A test marked `alone` (1,000 k6 clients against one service) makes a claim
+# about a service, not about a machine shared with two other test workers: it
+# runs with no other worker's test beside it. A readers-writer lock across the
+# workers of one run (flock): every test holds it shared, an `alone` test
+# exclusive; a gate in front keeps the other workers from starting new tests
+# while an `alone` test waits for theirs to end (flock alone would let the
+# shared holders starve it). Without xdist, nothing to wait for.
+def _lock_base(controller: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"protolab-tests-{controller}"
+
+
+@contextmanager
+def _turn(item: pytest.Item) -> Iterator[None]:
+    if not hasattr(item.config, "workerinput"):
+        yield
+        return
+    base = _lock_base(os.getppid())  # the controller, which removes the files at its end
+    exclusive = item.get_closest_marker("alone") is not None
+    with open(f"{base}.gate", "a") as gate, open(f"{base}.lock", "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            if not exclusive:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    with _turn(item):
+        return (yield)
 
 
 @pytest.hookimpl(trylast=True)

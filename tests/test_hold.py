@@ -148,6 +148,7 @@ def k6_binary():
         pytest.skip(str(exc))
 
 
+@pytest.mark.alone  # a claim about the service, not about a machine shared with two test workers
 @pytest.mark.parametrize("name", WS_HOLDING)
 def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, name):
     """1,000 k6 WebSocket clients, each on its own connection for 10 s after it opens, one

@@ -1,0 +1,68 @@
+"""lab/testing.py's `alone` marker: under make test's workers, a test marked
+`alone` runs with no other worker's test beside it, while the others still run
+beside each other. Real pytest, real xdist workers, in a subprocess; each test
+writes when it starts and ends (one system-wide monotonic clock), and the
+intervals are compared: an order, not a timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BODY = '''
+import json, os, time, pytest
+
+def _record(name, seconds):
+    start = time.monotonic()
+    time.sleep(seconds)
+    with open(os.environ["INTERVALS"], "a") as f:
+        f.write(json.dumps([name, start, time.monotonic()]) + "\\n")
+
+@pytest.mark.parametrize("i", range(6))
+def test_beside(i):
+    _record(f"beside{i}", 0.4)
+
+@pytest.mark.alone
+@pytest.mark.parametrize("i", range(2))
+def test_alone(i):
+    _record(f"alone{i}", 0.6)
+'''
+
+
+def run(tmp_path: Path, workers: int) -> dict[str, tuple[float, float]]:
+    (tmp_path / "test_sample.py").write_text(BODY)
+    (tmp_path / "conftest.py").write_text(
+        'import os\npytest_plugins = ["lab.testing"]\n'
+        'def pytest_configure(config):\n'
+        '    if not hasattr(config, "workerinput"):\n'
+        '        open("controller", "w").write(str(os.getpid()))\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    alone: alone\n")
+    intervals = tmp_path / "intervals.jsonl"
+    env = {"INTERVALS": str(intervals), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers),
+                           "--dist", "load", str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in intervals.read_text().splitlines()]
+    return {name: (start, end) for name, start, end in rows}
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_an_alone_test_runs_beside_no_other_and_the_rest_still_run_side_by_side(tmp_path):
+    got = run(tmp_path, workers=3)
+    assert len(got) == 8
+    alone = [v for k, v in got.items() if k.startswith("alone")]
+    beside = [v for k, v in got.items() if k.startswith("beside")]
+    for a in alone:
+        assert not any(overlap(a, other) for other in got.values() if other is not a), got
+    # the others did run in parallel (so the check above could have failed)
+    assert any(overlap(x, y) for i, x in enumerate(beside) for y in beside[i + 1:]), got
+    # the lock's files were used, and removed at the end
+    controller = (tmp_path / "controller").read_text()
+    assert not list(Path(tempfile.gettempdir()).glob(f"protolab-tests-{controller}.*"))
