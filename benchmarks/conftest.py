@@ -77,8 +77,6 @@ def settled(settle: dict[str, Any]) -> str:
             text += f" ({', '.join(f'{n:,}' for n in own)} calls a subject, as their manifests ask)"
     if settle.get("cycles"):
         text += f", then {settle['cycles']} untimed cycles"
-    if settle.get("settled") is False:
-        text += " - still improving at the limit: " + ", ".join(settle["still_improving"])
     short = [f"{s} ({w['calls']:,} of {w['asked']:,} calls)" for s, w in warm.items() if w["calls"] < w["asked"]]
     if short:
         text += " - warm-up cut short by LAB_BENCH_WARMUP_MAX_S: " + ", ".join(short)

@@ -25,12 +25,10 @@ speeding them up for about 5,000 fetch-one calls here), at most
 like the measured ones. Both are counted in calls, not seconds, so every run
 gives every subject the same history whatever the machine's speed that hour
 (a runtime that tiers up or resizes its heap by what it has executed reaches
-the same state). `settle_s` > 0 adds the older adaptive rule instead: untimed
-cycles in windows of at least `settle_window_s` seconds (and 20 cycles),
-until no subject's ratio to the baseline (paired by cycle, the median over
-the window) is lower than in the window before by more than `settle_eps`, or
-`settle_s` seconds have passed; it let runs settle for different lengths and
-so left Node.js services at different points of their speed-up (README).
+the same state). An earlier rule settled by time (untimed cycles until no
+ratio to the baseline still fell by 2 % a 20 s window): it settled runs for
+different lengths and so left Node.js services at different points of their
+speed-up (README, "Warmed by count, not by time").
 
 Hooks run outside the timed windows: after every untimed call, and after
 every block (the insert benchmark deletes what it created there, so every
@@ -40,13 +38,10 @@ block of inserts starts from the same empty collection).
 from __future__ import annotations
 
 import random
-import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from lab.statistics import paired_ratios
 
 
 @dataclass(frozen=True)
@@ -57,9 +52,6 @@ class Design:
     warmup: int = 30      # untimed calls per subject before anything else (a subject's own count overrides it)
     warmup_max_s: float = 45.0     # ... but at most this long per subject
     settle_cycles: int = 0         # then this many untimed cycles
-    settle_s: float = 0.0          # at most this long in untimed cycles before the measured ones,
-    settle_window_s: float = 20.0  # judged in windows this long (and at least SETTLE_MIN_CYCLES),
-    settle_eps: float = 0.02       # until no ratio to the baseline fell by more than this from the window before
     baseline: str = "direct"
     baseline_visits: int = 1  # visits of the baseline per cycle
 
@@ -78,8 +70,7 @@ class Design:
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
                 "blocks": self.blocks, "warmup": self.warmup, "warmup_max_s": self.warmup_max_s,
-                "settle_cycles": self.settle_cycles, "settle_s": self.settle_s,
-                "settle_window_s": self.settle_window_s, "settle_eps": self.settle_eps,
+                "settle_cycles": self.settle_cycles,
                 "rounds": self.rounds,
                 "baseline": self.baseline, "baseline_visits": self.baseline_visits,
                 "baseline_rounds": self.rounds * self.baseline_visits,
@@ -87,49 +78,12 @@ class Design:
                          "in a fresh random order"}
 
 
-SETTLE_MIN_CYCLES = 20
-
-
 @dataclass
 class Measurement:
     times: dict[str, list[float]]            # subject -> seconds per timed call, cycle-major
     cpu_ns: dict[str, dict[str, int]]        # subject -> process -> CPU ns over its timed windows
     wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
-    settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, settled, still_improving, warmup
-
-
-class Settling:
-    """The settling rule over consecutive windows of cycles: per subject, the
-    window's median of per-cycle ratios to the baseline (or of its own times,
-    with no baseline); settled once no subject's is lower than in the window
-    before by more than `eps`. Windows long enough (20 s in the suite, about
-    300 cycles) that a slow speed-up adds up past `eps` within one; a drift
-    slower than `eps` a window passes (the test shows one)."""
-
-    def __init__(self, subjects: list[str], baseline: str, eps: float):
-        self.baseline = baseline if baseline in subjects else None
-        self.subjects = [s for s in subjects if s != self.baseline]
-        self.eps = eps
-        self.last: dict[str, float] = {}
-        self.improving = list(self.subjects)
-
-    def window(self, cycles: list[dict[str, list[float]]]) -> bool:
-        """One window's cycles ({subject: its timed seconds in that cycle});
-        whether every subject is now settled."""
-        current = {}
-        for s in self.subjects:
-            own = [c[s] for c in cycles]
-            values = (paired_ratios(own, [c[self.baseline] for c in cycles]) if self.baseline
-                      else [statistics.median(x) for x in own])
-            current[s] = statistics.median(values)
-        self.improving = [s for s in self.subjects
-                          if s not in self.last or current[s] < self.last[s] * (1 - self.eps)]
-        self.last = current
-        return self.settled
-
-    @property
-    def settled(self) -> bool:
-        return not self.improving
+    settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, warmup
 
 
 def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int | None = None,
@@ -194,32 +148,11 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
     started = time.monotonic()
     for _ in range(design.settle_cycles):
         cycle(False)
-    settle = _settle(cycle, list(calls), design)
-    settle.update(cycles=settle["cycles"] + design.settle_cycles, seconds=round(time.monotonic() - started, 1),
-                  warmup=warmed)
+    settle = {"cycles": design.settle_cycles, "seconds": round(time.monotonic() - started, 1), "warmup": warmed}
     for _ in range(design.blocks):
         for name, took in cycle(measured=True).items():
             times[name] += took
     return Measurement(times, cpu, wall, settle)
-
-
-def _settle(cycle: Callable[[bool], dict[str, list[float]]], subjects: list[str], design: Design) -> dict[str, Any]:
-    """Untimed cycles until Settling says every subject is steady or settle_s has passed."""
-    if design.settle_s <= 0:
-        return {"cycles": 0, "seconds": 0.0, "settled": None, "still_improving": []}
-    started = time.monotonic()
-    rule = Settling(subjects, design.baseline, design.settle_eps)
-    cycles, done = [], 0
-    window_started = started
-    while time.monotonic() - started < design.settle_s:
-        cycles.append(cycle(False))
-        done += 1
-        if len(cycles) >= SETTLE_MIN_CYCLES and time.monotonic() - window_started >= design.settle_window_s:
-            if rule.window(cycles):
-                break
-            cycles, window_started = [], time.monotonic()
-    return {"cycles": done, "seconds": round(time.monotonic() - started, 1), "settled": rule.settled,
-            "still_improving": rule.improving}
 
 
 def sequential(calls: Mapping[str, Callable[[], Any]], rounds: int, warmup: int = 50) -> dict[str, list[float]]:

@@ -18,8 +18,7 @@ cycles. Counts, not seconds: every run gives every subject the same history
 (benchmarks/interleave.py). Settings: LAB_BENCH_CYCLES (800),
 LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
 LAB_BENCH_WARMUP_MAX_S (45), LAB_BENCH_SETTLE_CYCLES (100),
-LAB_BENCH_BASELINE_VISITS (4); LAB_BENCH_SETTLE_S (0: off) adds the older
-adaptive settling by time.
+LAB_BENCH_BASELINE_VISITS (4).
 """
 
 from __future__ import annotations
@@ -52,7 +51,6 @@ def design_from_env() -> Design:
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
                   warmup=get("WARMUP", 30), warmup_max_s=float(os.environ.get("LAB_BENCH_WARMUP_MAX_S", 45.0)),
                   settle_cycles=get("SETTLE_CYCLES", 100),
-                  settle_s=float(os.environ.get("LAB_BENCH_SETTLE_S", 0.0)), settle_window_s=20.0, settle_eps=0.02,
                   baseline_visits=get("BASELINE_VISITS", 4))
 
 

@@ -168,47 +168,6 @@ def test_the_baseline_is_visited_several_times_a_cycle_each_visit_placed_at_rand
     assert len({"".join(x[0] for x in c) for c in cycles}) > 10
 
 
-def test_settling_waits_for_a_subject_that_keeps_getting_faster():
-    """benchmarks/interleave.Settling on synthetic windows: `jit` gets 10 %
-    faster per window for five windows, then holds (±1 % wobble); `creep`
-    gets 1.5 % faster a window for eight windows; `flat` only wobbles.
-    Settled when no subject fell by more than 2 % from the window before."""
-    from benchmarks.interleave import Settling
-    rule = Settling(["direct", "jit", "creep", "flat"], "direct", eps=0.02)
-    wobble = [1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0, 1.01, 0.99]
-    settled_at = None
-    for w in range(12):
-        ratios = {"jit": 4.0 * 0.9 ** min(w, 5) * wobble[w], "creep": 3.0 * 0.985 ** min(w, 8),
-                  "flat": 2.0 * wobble[w]}
-        cycles = [{"direct": [1e-3, 1e-3], **{s: [r * 1e-3] for s, r in ratios.items()}}] * 20
-        if rule.window(cycles) and settled_at is None:
-            settled_at = w
-        if w == 1:
-            assert rule.improving == ["jit"]   # creep fell 1.5 %, flat rose: within 2 %
-    assert settled_at == 6   # jit's last fall (10 %) in window 5
-    assert rule.settled and rule.improving == []
-    assert Settling(["a"], "direct", eps=0.02).window([{"a": [1.0]}]) is False  # a first window settles nothing
-
-
-def test_settling_cycles_are_untimed_bounded_and_still_run_the_hooks():
-    """measure() with settling: the measured rounds are exactly `blocks` per
-    subject (settling cycles are not among them), settling stops by its time
-    limit, and the cleanup hook ran after the settling cycles' blocks too."""
-    import time
-
-    from benchmarks.interleave import SETTLE_MIN_CYCLES, Design, measure
-    blocks_seen = []
-    calls = {"direct": lambda: time.sleep(0.0005), "a": lambda: time.sleep(0.001)}
-    design = Design(blocks=10, warmup=2, settle_s=0.5, settle_window_s=0.0, baseline_visits=2)
-    m = measure(calls, design, seed=1, between=lambda name, results: blocks_seen.append(name))
-    assert {name: len(t) for name, t in m.times.items()} == {"a": 10, "direct": 20}
-    assert m.settle["cycles"] >= SETTLE_MIN_CYCLES and m.settle["seconds"] < 5
-    assert isinstance(m.settle["settled"], bool)
-    assert len(blocks_seen) == 3 * (10 + m.settle["cycles"])   # 3 visits a cycle
-    off = measure(calls, Design(blocks=2, warmup=0), seed=1)
-    assert off.settle["cycles"] == 0 and off.settle["settled"] is None and off.settle["still_improving"] == []
-
-
 def test_warm_up_is_counted_per_subject_and_settling_in_fixed_cycles():
     """A subject's own warm-up count replaces the design's; the warm-up stops
     at warmup_max_s (and says so); then exactly settle_cycles untimed cycles,
