@@ -86,6 +86,20 @@ class Measurement:
     settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, warmup
 
 
+def untimed_calls(call: Callable[[], Any], n: int, limit_s: float | None = None,
+                  after: Callable[[Any], None] | None = None) -> int:
+    """n untimed calls (fewer if limit_s runs out first), after(result) after
+    each; how many were made. The warm-up of measure(), and of load's kcheck."""
+    deadline = None if limit_s is None else time.monotonic() + limit_s
+    for done in range(n):
+        if deadline is not None and time.monotonic() > deadline:
+            return done
+        result = call()
+        if after is not None:
+            after(result)
+    return n
+
+
 def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int | None = None,
             clocks: Mapping[str, Any] | None = None,
             after_untimed: Callable[[str, Any], None] | None = None,
@@ -103,15 +117,8 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
     wall: dict[str, int] = dict.fromkeys(calls, 0)
 
     def untimed(name: str, n: int, limit_s: float | None = None) -> int:
-        """n untimed calls (fewer if limit_s runs out first); how many were made."""
-        call, deadline = calls[name], None if limit_s is None else time.monotonic() + limit_s
-        for done in range(n):
-            if deadline is not None and time.monotonic() > deadline:
-                return done
-            result = call()
-            if after_untimed is not None:
-                after_untimed(name, result)
-        return n
+        after = None if after_untimed is None else lambda result: after_untimed(name, result)
+        return untimed_calls(calls[name], n, limit_s, after)
 
     order = [name for name in calls for _ in range(design.visits(name))]
 

@@ -55,8 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without workers)
-        for suffix in (".gate", ".lock"):
-            _lock_base(os.getpid()).with_suffix(suffix).unlink(missing_ok=True)
+        for path in _lock_files(os.getpid()):
+            path.unlink(missing_ok=True)
 
 
 # make test runs on three workers (pytest-xdist, `-n 3`; the Makefile's
@@ -101,8 +101,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 # exclusive; a gate in front keeps the other workers from starting new tests
 # while an `alone` test waits for theirs to end (flock alone would let the
 # shared holders starve it). Without xdist, nothing to wait for.
-def _lock_base(controller: int) -> Path:
-    return Path(tempfile.gettempdir()) / f"protolab-tests-{controller}"
+def _lock_files(controller: int) -> tuple[Path, Path]:
+    """(gate, lock) of the run whose controller has this pid."""
+    base = Path(tempfile.gettempdir()) / f"protolab-tests-{controller}"
+    return base.with_suffix(".gate"), base.with_suffix(".lock")
 
 
 @contextmanager
@@ -110,9 +112,9 @@ def _turn(item: pytest.Item) -> Iterator[None]:
     if not hasattr(item.config, "workerinput"):
         yield
         return
-    base = _lock_base(os.getppid())  # the controller, which removes the files at its end
+    gate_file, lock_file = _lock_files(os.getppid())  # the controller's, removed at its end
     exclusive = item.get_closest_marker("alone") is not None
-    with open(f"{base}.gate", "a") as gate, open(f"{base}.lock", "a") as lock:
+    with open(gate_file, "a") as gate, open(lock_file, "a") as lock:
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)

@@ -86,25 +86,23 @@ def kcheck(args: argparse.Namespace) -> int:
     return 0
 
 
-def warm(lab: Any, impl: Any, operation: str, max_s: float = 45.0) -> int | None:
+def warm(lab: Any, impl: Any, operation: str, max_s: float | None = None) -> int | None:
     """The untimed calls the latency suite gives a subject whose manifest asks
     for them (`[bench] warmup_calls`: the Node.js services, 6,000), through the
-    lab's Python client, at most `max_s` seconds (as LAB_BENCH_WARMUP_MAX_S):
-    V8 speeds a service up by what it has executed, so k6's warm-up in seconds
-    alone left them less warm than under the Python client (grpc-js and Yoga
-    came out slower under k6, 2026-11-25). How many were made; None: not asked."""
+    lab's Python client, at most `max_s` seconds (default: the suite's
+    LAB_BENCH_WARMUP_MAX_S): V8 speeds a service up by what it has executed,
+    so k6's warm-up in seconds alone left them less warm than under the Python
+    client (grpc-js and Yoga came out slower under k6, 2026-11-25). How many
+    were made; None: not asked."""
     if not impl.warmup_calls:
         return None
-    from benchmarks.suite import OPERATION
+    from benchmarks.interleave import untimed_calls
+    from benchmarks.suite import OPERATION, design_from_env
     prepare(lab, operation)
     client = lab.client(impl.name)
     try:
-        call, deadline = OPERATION[operation].call(client), time.monotonic() + max_s
-        for done in range(impl.warmup_calls):
-            if time.monotonic() > deadline:
-                return done
-            call()
-        return impl.warmup_calls
+        limit = design_from_env().warmup_max_s if max_s is None else max_s
+        return untimed_calls(OPERATION[operation].call(client), impl.warmup_calls, limit)
     finally:
         client.close()
 

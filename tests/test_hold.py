@@ -199,8 +199,9 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
     # Held and answered: every request gets its reply. The one error allowed is the
     # contract's own answer to a database operation over its 5 s budget,
     # DEADLINE_EXCEEDED, and only rarely: a Node.js service pinned beside the
-    # database on a machine at half speed, with two other test workers, answered
-    # 1 of ~3,500 so in make test on a fresh clone (2026-11-26 00:20 UTC).
+    # database on a machine at half speed answered 1 of ~3,500 so in make test
+    # (2026-11-26 00:20 UTC, before this test ran `alone`; beside two other
+    # workers it later answered 109 of 1,936 so and held only 868 clients at once).
     others = {k: v for k, v in samples.errors.items() if k != "DEADLINE_EXCEEDED"}
     assert others == {}, samples.errors
     assert samples.errors.get("DEADLINE_EXCEEDED", 0) <= samples.ops_total // 100, samples.errors
