@@ -64,7 +64,9 @@ def serve(args: argparse.Namespace) -> int:
                       for impl in lab.implementations]
             if args.endpoints_file:
                 path = Path(args.endpoints_file)
-                path.write_text(json.dumps(endpoints_document(lab), indent=2) + "\n")
+                partial = path.with_name(path.name + ".partial")  # a reader never sees half a file
+                partial.write_text(json.dumps(endpoints_document(lab), indent=2) + "\n")
+                os.replace(partial, path)
                 lines.append(f"endpoints written to {path}")
             started.set()  # from here on a signal is a clean stop
             print("\n".join([*lines, "serving; press Ctrl-C to stop"]), flush=True)

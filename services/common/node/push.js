@@ -103,13 +103,19 @@ async function runSynthetic({ batch, rate, count, after = 0 }, open, deliver, st
   let sent = 0;
   for (let k = after + 1; count === 0 || k <= count; k += 1) {
     if (stopped()) return { stopped: true };
-    const wait = rate > 0 ? start + (sent * 1000) / rate - performance.now() : 0;
+    const due = rate > 0 ? start + (sent * 1000) / rate : 0;
     // Behind or unpaced: still yield to the event loop (as the Python service
     // does), or a subscription whose writes never fill the socket's buffer
     // runs on in microtasks, and other streams and new connections wait.
     // (The first message goes at once: its send time is the schedule's start.)
-    if (wait >= 1) await sleep(wait);
-    else if (sent > 0) await new Promise(setImmediate);
+    // Never before it is due: a timer counts whole milliseconds from the
+    // loop's cached clock and can fire early, so look at the clock again.
+    let waited = false;
+    for (let wait = due - performance.now(); wait > 0; wait = due - performance.now()) {
+      await (wait >= 1 ? sleep(wait) : new Promise(setImmediate));
+      waited = true;
+    }
+    if (!waited && sent > 0) await new Promise(setImmediate);
     if (stopped()) return { stopped: true };
     await deliver(String(k), syntheticMessage(batch));
     sent += 1;
