@@ -258,6 +258,29 @@ def distinct_payload(packets: Iterable[Packet], server_port: int) -> tuple[int, 
     return out[True], out[False]
 
 
+def first_copies(packets: Iterable[Packet]) -> list[Packet]:
+    """The packets less retransmissions: a segment whose sequence numbers (its
+    payload, and a SYN's or FIN's one each) its sender had all sent before on
+    that connection is the same bytes on the wire again, and is left out. Pure
+    ACKs stay. Counted over what is left, each stream byte and each SYN and FIN
+    is there once, as the connection's two ends count them."""
+    sent: dict[tuple[int, int], list[tuple[int, int]]] = {}  # per direction: merged, sorted spans
+    out = []
+    for p in packets:
+        span = p.payload + p.syn + p.fin
+        if span:
+            spans = sent.setdefault((p.stream, p.src_port), [])
+            low, high = p.seq, p.seq + span
+            if any(a <= low and high <= b for a, b in spans):
+                continue
+            merged = [(a, b) for a, b in spans if b < low or a > high]
+            inside = [(a, b) for a, b in spans if not (b < low or a > high)]
+            merged.append((min([low, *(a for a, _ in inside)]), max([high, *(b for _, b in inside)])))
+            spans[:] = sorted(merged)
+        out.append(p)
+    return out
+
+
 def by_kind(packets: Iterable[Packet], server_port: int) -> dict[str, Split]:
     """A Split for each of KINDS (zero when absent)."""
     packets = list(packets)

@@ -43,6 +43,7 @@ from capture.tshark import (
     classify,
     distinct_payload,
     ensure_tshark,
+    first_copies,
     streams,
     tally,
 )
@@ -329,6 +330,26 @@ def test_a_retransmitted_segment_is_wire_bytes_twice_and_payload_once() -> None:
                pkt(4, c, s, 51, 60), pkt(5, s, c, 1, 30), pkt(6, s, c, 31, 40)]
     assert tally(packets, s).to_server.payload_bytes == 260
     assert distinct_payload(packets, s) == (150, 70)
+    # first copies: both resends go (4's bytes 51-110 span the first two segments, all sent before)
+    assert [p.number for p in first_copies(packets)] == [1, 2, 5, 6]
+
+
+def test_first_copies_leave_out_a_resent_segment_syn_or_fin_and_keep_acks() -> None:
+    """Known answer: a connection whose SYN, a data segment and a FIN are each
+    sent twice; a segment filling a gap between two sent spans is new."""
+    def pkt(n: int, src: int, dst: int, seq: int, payload: int = 0, syn: bool = False,
+            fin: bool = False, stream: int = 0) -> Packet:
+        return Packet(n, float(n), 66 + payload, stream, src, dst, payload, 20, 32, syn, True,
+                      fin, False, seq=seq)
+    c, s = 40000, 8080
+    packets = [pkt(1, c, s, 0, syn=True), pkt(2, c, s, 0, syn=True), pkt(3, s, c, 0, syn=True),
+               pkt(4, c, s, 1), pkt(5, c, s, 1, 10), pkt(6, c, s, 21, 10), pkt(7, c, s, 11, 10),
+               pkt(8, c, s, 11, 10), pkt(9, s, c, 1, 5), pkt(10, c, s, 1, 10, stream=1),
+               pkt(11, s, c, 6, fin=True), pkt(12, s, c, 6, fin=True), pkt(13, c, s, 7)]
+    assert [p.number for p in first_copies(packets)] == [1, 3, 4, 5, 6, 7, 9, 10, 11, 13]
+    once = first_copies(packets)
+    assert tally(once, s).to_server.payload_bytes == 40  # 30 on stream 0, 10 on stream 1
+    assert sum(p.fin for p in once) == 1 and sum(p.syn for p in once) == 2
 
 
 def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
