@@ -214,6 +214,10 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
             ok &= not bad
             lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
                          + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else ""))
+        if len(subjects) > 1:
+            shifts, left = shared_shift([[r[op][s] for r in runs] for s in subjects])
+            lines.append(f"{'(shared by all: direct moved)':<{NAME_WIDTH}}" + "".join(f"{v:>+9.1%}" for v in shifts)
+                         + f"{'left':>9}{left:>7.1%}")
         lines += _yardstick(op, [m.get(op, {}).get("direct") for m in medians])
     within, total = _within(runs, tolerance)
     lines += ["", f"{within} of {total} ratios within ±{tolerance:.0%}: "
@@ -223,6 +227,18 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
             w, t = _within([ratios(rounds, design, other) for rounds, design in loaded], tolerance)
             lines.append(f"({STATISTICS[other]}: {w} of {t} within ±{tolerance:.0%}; --statistic {other})")
     return "\n".join(lines), ok
+
+
+def shared_shift(values: list[list[float]]) -> tuple[list[float], float]:
+    """values[s][i]: subject s's ratio in run i. Each run's shift that every
+    subject shares (the median over subjects of ratio ÷ its middle − 1): the
+    ratios' common denominator, direct, moving; and the largest deviation from
+    the middle that is left when each run's shift is taken out."""
+    middles = [statistics.median(v) for v in values]
+    pairs = list(zip(values, middles, strict=True))
+    shifts = [statistics.median(v[i] / m - 1 for v, m in pairs) for i in range(len(values[0]))]
+    left = max(abs(v[i] / m - 1 - shifts[i]) for v, m in pairs for i in range(len(v)))
+    return shifts, left
 
 
 def _within(runs: list[dict[str, dict[str, float]]], tolerance: float) -> tuple[int, int]:

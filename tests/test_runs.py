@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lab.runs import check, markdown, summarize
+from lab.runs import check, markdown, shared_shift, summarize
 
 
 def _run(median_us: float) -> dict:
@@ -105,3 +105,28 @@ def test_check_says_which_runs_lack_an_operation_and_scores_the_others(tmp_path)
     text, ok = check(paths, 0.03)
     assert ok and "fetch-100: not compared (not measured in run 2, 3)" in text
     assert "1 of 1 ratios within ±3%" in text
+
+
+def test_shared_shift_is_what_every_ratio_of_a_run_moved_together():
+    """Known answers: run 1's direct 5 % faster lifts all three ratios 5 %
+    (shared +5 %, nothing left); one subject moving alone in run 3 is its own
+    (shared 0, 5 % left)."""
+    shifts, left = shared_shift([[2.1, 2.0, 2.0], [3.15, 3.0, 3.0], [4.2, 4.0, 4.0]])
+    assert [round(v, 6) for v in shifts] == [0.05, 0, 0] and round(left, 6) == 0
+    shifts, left = shared_shift([[2.0, 2.0, 2.0], [3.0, 3.0, 3.0], [4.0, 4.0, 4.2]])
+    assert [round(v, 6) for v in shifts] == [0, 0, 0] and round(left, 6) == 0.05
+
+
+def test_check_prints_each_runs_shared_shift_beside_the_ratios(tmp_path):
+    def run(direct: float) -> dict:
+        subjects = {"direct": [direct] * 20, **{s: [r] * 5 for s, r in
+                                               (("rest/python_flask", 2.0), ("grpc/go_grpc", 3.0))}}
+        return {"benchmarks": [{"group": "fetch-one", "params": {"subject": s}, "extra_info": {"design": DESIGN},
+                                "stats": {"median": d[0], "data": d}} for s, d in subjects.items()]}
+    paths = []
+    for i, direct in enumerate([1 / 1.05, 1.0, 1.0]):
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(run(direct)))
+    text, ok = check(paths, 0.03)
+    assert not ok
+    assert "(shared by all: direct moved)           +5.0%    +0.0%    +0.0%     left   0.0%" in text
