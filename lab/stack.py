@@ -26,6 +26,7 @@ from lab.registry import Implementation, select
 from services.common.store import Store
 
 START_ATTEMPTS = 3  # a free port can be taken by someone else before we bind it
+LAB_STORE_TIMEOUT_MS = 60_000  # the lab's own database operations (Lab.store)
 
 
 @dataclass
@@ -48,7 +49,10 @@ class Lab:
         return connect(self.implementation(name).protocol, self.endpoints[name])
 
     def store(self) -> Store:
-        return Store(self.database.uri)
+        """The lab's own access to the database (seeding, resets, checks of what is stored): not the
+        subject, so it waits longer than a service (MONGODB_TIMEOUT_MS): in CI on 2026-11-26 a contended
+        disk stalled the database past 5 s at 7 of 799 Docker-mode tests' resets and reads."""
+        return Store(self.database.uri, timeout_ms=LAB_STORE_TIMEOUT_MS)
 
     def exited(self) -> list[str]:
         """Each service the lab started that is no longer running: which, and why."""

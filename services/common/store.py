@@ -56,12 +56,12 @@ if not hasattr(pymongo.common, "MIN_HEARTBEAT_INTERVAL"):
 pymongo.common.MIN_HEARTBEAT_INTERVAL = 0.05
 
 
-def connect(uri: str) -> pymongo.MongoClient:
+def connect(uri: str, timeout_ms: int = TIMEOUT_MS) -> pymongo.MongoClient:
     # timeoutMS bounds a whole operation (server selection, connecting, every
     # read of a reply that trickles in); socketTimeoutMS alone bounds each read.
     return pymongo.MongoClient(
-        uri, timeoutMS=TIMEOUT_MS, serverSelectionTimeoutMS=TIMEOUT_MS, connectTimeoutMS=TIMEOUT_MS,
-        socketTimeoutMS=TIMEOUT_MS, appname="protolab",
+        uri, timeoutMS=timeout_ms, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms,
+        socketTimeoutMS=timeout_ms, appname="protolab",
     )
 
 
@@ -71,8 +71,8 @@ def _public(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 class Store:
-    def __init__(self, uri: str | None = None, db: str | None = None):
-        self.client = connect(uri or os.environ["MONGODB_URI"])
+    def __init__(self, uri: str | None = None, db: str | None = None, timeout_ms: int = TIMEOUT_MS):
+        self.client = connect(uri or os.environ["MONGODB_URI"], timeout_ms)
         self.games = self.client[db or os.environ.get("MONGODB_DB", DEFAULT_DB)].get_collection(
             COLLECTION, write_concern=WRITE_CONCERN)
         # A thread's semaphore: gevent's under gunicorn's gevent worker (monkey-patched).
