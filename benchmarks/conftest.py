@@ -148,7 +148,8 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
     if not ranking.get("order"):
         return []
     pct = f"{ranking['confidence'] * 100:g} %"
-    lines = [f"ranking ({pct} CIs, ratios paired by cycle, bootstrap over {ranking['cycles']} cycles; "
+    runs = f" in runs of {ranking['run_length']}" if ranking.get("run_length", 1) > 1 else ""
+    lines = [f"ranking ({pct} CIs, ratios paired by cycle, bootstrap over {ranking['cycles']} cycles{runs}; "
              f"'<' only where the CI of the ratio excludes 1): {ranking['chain']}"]
     by_pair = {(p["a"], p["b"]): p for p in ranking["pairs"]}
     for a, b in zip(ranking["order"], ranking["order"][1:], strict=False):

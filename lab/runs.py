@@ -4,7 +4,7 @@ the machine cannot land on one mode only.
 
     python -m lab.runs [--runs 3] [--modes native,docker] [-- extra pytest args]
     make bench-runs RUNS=3
-    python -m lab.runs --check A.json B.json C.json [--tolerance 0.03]
+    python -m lab.runs --check A.json B.json C.json [--tolerance 0.03] [--spread 200]
 
 --check compares saved runs without running anything: each implementation's
 ratio to direct per run, side by side, and its largest deviation from the
@@ -12,7 +12,10 @@ middle run's ratio (the median of the runs); exit status 1 when one exceeds
 the tolerance. The ratio is the lab's paired one (lab/statistics.py: the
 median over cycles of the per-cycle ratio), recomputed from each run's rounds;
 `--statistic medians` checks the ratio of the two overall medians instead, and
-either way one line says how the other statistic fared. Under each
+either way one line says how the other statistic fared. `--spread N` also
+scores N cycles of each operation taken consecutively (at its start, middle
+and end) and spread evenly over it: whether the agreement comes from the
+number of calls or from the time they span. Under each
 operation, direct's own median per run,
 and the runs in which it moved more than 10 % from the middle run's (a machine
 that changed speed: their ratios are not comparable). The files are
@@ -37,6 +40,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +233,51 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
     return "\n".join(lines), ok
 
 
+def cycles_taken(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],
+                 keep: Callable[[int, int], bool]) -> dict[str, dict[str, list[float]]]:
+    """The rounds of the cycles c (of n in the operation) for which keep(c, n) holds."""
+    block = int(design.get("block", 1))
+    visits = int(design.get("baseline_visits", 1))
+    out: dict[str, dict[str, list[float]]] = {}
+    for op, rows in rounds.items():
+        per = {s: block * (visits if s == "direct" else 1) for s in rows}
+        n = min(len(r) // per[s] for s, r in rows.items())
+        out[op] = {s: [x for c, group in enumerate(cycles_of(r, per[s])[:n]) if keep(c, n) for x in group]
+                   for s, r in rows.items()}
+    return out
+
+
+def spread_over_time(paths: list[Path], count: int, tolerance: float, statistic: str = "paired") -> str:
+    """Each operation scored as check() does on `count` of its cycles taken
+    four ways: consecutive at the start, the middle and the end of the
+    operation, and spread evenly over it (every n/count-th). Tells whether
+    reproducibility comes from the number of calls or from the time they span."""
+    loaded = [rounds_of(p) for p in paths]
+    ways: dict[str, Callable[[int, int], bool]] = {
+        "first": lambda c, n: c < count,
+        "middle": lambda c, n: (n - count) // 2 <= c < (n - count) // 2 + count,
+        "last": lambda c, n: c >= n - count,
+        "spread": lambda c, n: c % max(n // count, 1) == 0 and c // max(n // count, 1) < count,
+        "all": lambda c, n: True}
+    lines = [f"{count} cycles of each operation, four ways, and all of them: ratios within ±{tolerance:.0%} "
+             f"of the middle run (median deviation); {STATISTICS[statistic]}"]
+    scored: dict[str, dict[str, str]] = {}
+    for way, keep in ways.items():
+        runs = [ratios(cycles_taken(rounds, design, keep), design, statistic) for rounds, design in loaded]
+        for op in runs[0]:
+            if not all(r.get(op) for r in runs):
+                continue
+            devs = [spread([r[op][s] for r in runs])["max_deviation"]
+                    for s in runs[0][op] if all(s in r[op] for r in runs)]
+            scored.setdefault(op, {})[way] = (f"{sum(d <= tolerance for d in devs)}/{len(devs)} "
+                                              f"({statistics.median(devs):.1%})")
+    names = {"first": "first", "middle": "middle", "last": "last", "spread": "spread evenly", "all": "all cycles"}
+    lines.append(f"{'':<12}" + "".join(f"{names[w]:>16}" for w in ways))
+    for op in [o for o in OPERATIONS if o in scored] + sorted(set(scored) - set(OPERATIONS)):
+        lines.append(f"{op:<12}" + "".join(f"{scored[op].get(w, '-'):>16}" for w in ways))
+    return "\n".join(lines)
+
+
 def shared_shift(values: list[list[float]]) -> tuple[list[float], float]:
     """values[s][i]: subject s's ratio in run i. Each run's shift that every
     subject shares (the median over subjects of ratio ÷ its middle − 1): the
@@ -274,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=0.03)
     parser.add_argument("--statistic", choices=sorted(STATISTICS), default="paired",
                         help="with --check: the ratio checked (default: paired, the lab's)")
+    parser.add_argument("--spread", type=int, metavar="N",
+                        help="with --check: also score N cycles of each operation, consecutive and spread "
+                             "evenly over it")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default="native,docker")
     parser.add_argument("extra", nargs="*", help="after --: extra pytest arguments")
@@ -281,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         text, ok = check(args.check, args.tolerance, args.statistic)
         print(text)
+        if args.spread:
+            print("\n" + spread_over_time(args.check, args.spread, args.tolerance, args.statistic))
         return 0 if ok else 1
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - set(settings.MODES)

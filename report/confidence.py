@@ -53,6 +53,11 @@ def _ci(r: dict[str, Any]) -> str:
     return f"{r['ratio']:.2f} [{r['ci'][0]:.2f}–{r['ci'][1]:.2f}]"
 
 
+def _runs_of(ranking: dict) -> str:
+    length = ranking.get("run_length", 1)
+    return f" in runs of {length} cycles" if length > 1 else ""
+
+
 def rankings_section(page: Page, inputs: Inputs) -> list[str]:
     """Returns the ranking chains, for the command line's summary."""
     page.add(Heading(2, "Rankings with confidence", "rankings"),
@@ -60,7 +65,9 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
                   "implementation and `direct` once, in random order, a short warm block each. Each "
                   "ratio is paired by cycle: the median over cycles of a's time ÷ b's in the same cycle "
                   "(a slow spell of the machine slows both and cancels), with a 99 % bootstrap interval "
-                  "that resamples whole cycles. The ranking "
+                  "that resamples whole cycles in runs of consecutive cycles (the machine's spells outlast a "
+                  "cycle; README, \"Intervals in runs of cycles\"). It covers one run's noise, not the "
+                  "machine's from one run to the next: `make bench-runs` measures that. The ranking "
                   "says `a < b` only where that interval excludes 1, and `a ~ b` (no significant "
                   "difference) otherwise; neighbours in median order are joined that way."))
     out: list[str] = []
@@ -88,7 +95,8 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
                              "no significant difference" if p["relation"] == "~" else "significant"])
             page.add(Table(["a", "", "b", "a ÷ b, paired by cycle [99 % CI]", "verdict"], rows,
                            caption=f"{op}, {mode}: neighbours in median order "
-                                   f"({ranking['cycles']} cycles, {ranking['resamples']} resamples)",
+                                   f"({ranking['cycles']} cycles, {ranking['resamples']} resamples"
+                                   f"{_runs_of(ranking)})",
                            anchor=f"pairs-{op}-{mode}"))
             to_base = ranking.get("to_baseline") or {}
             if to_base:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lab.runs import check, markdown, shared_shift, summarize
+from lab.runs import check, cycles_taken, markdown, shared_shift, spread_over_time, summarize
 
 
 def _run(median_us: float) -> dict:
@@ -130,3 +130,28 @@ def test_check_prints_each_runs_shared_shift_beside_the_ratios(tmp_path):
     text, ok = check(paths, 0.03)
     assert not ok
     assert "(shared by all: direct moved)           +5.0%    +0.0%    +0.0%     left   0.0%" in text
+
+
+def test_cycles_taken_keeps_whole_cycles_of_every_subject_direct_four_rounds_each():
+    rounds = {"fetch-one": {"rest/python_flask": [10.0, 11.0, 12.0, 13.0],
+                            "direct": [float(i) for i in range(16)]}}
+    kept = cycles_taken(rounds, DESIGN, lambda c, n: c % 2 == 1)
+    assert kept == {"fetch-one": {"rest/python_flask": [11.0, 13.0],
+                                  "direct": [4.0, 5.0, 6.0, 7.0, 12.0, 13.0, 14.0, 15.0]}}
+
+
+def test_spread_over_time_scores_consecutive_cycles_and_spread_ones(tmp_path):
+    """Known answer: 40 cycles, direct steady; REST's ratio is 2 but, in run 3
+    only, 3 in its first 10 cycles (a slow spell of REST's). 10 consecutive
+    cycles at the start disagree (2 vs 3, 50 %); at the end, spread evenly
+    (every 4th: 3 of its 10 cycles in the spell, not its median) and all 40 agree."""
+    paths = []
+    for i in range(3):
+        rest = [3.0] * 10 + [2.0] * 30 if i == 2 else [2.0] * 40
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(bench_json(rest, [1.0] * 160)))
+    text = spread_over_time(paths, 10, 0.03)
+    row = next(line for line in text.splitlines() if line.startswith("fetch-one"))
+    first, middle, last, spread_evenly, whole = row.split()[1::2]
+    assert (first, middle, last, spread_evenly, whole) == ("0/1", "1/1", "1/1", "1/1", "1/1"), row
+    assert "(50.0%)" in row
