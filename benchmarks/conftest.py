@@ -14,7 +14,7 @@ import pytest
 from benchmarks.suite import OPERATIONS, Suite, selected_subjects
 from lab import noise, settings
 from lab.context import run_context
-from lab.statistics import summarize
+from lab.statistics import resampled_in_runs, summarize
 from lab.testing import LAB_KEY
 
 SUITE_KEY = pytest.StashKey[Suite]()
@@ -148,8 +148,8 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
     if not ranking.get("order"):
         return []
     pct = f"{ranking['confidence'] * 100:g} %"
-    runs = f" in runs of {ranking['run_length']}" if ranking.get("run_length", 1) > 1 else ""
-    lines = [f"ranking ({pct} CIs, ratios paired by cycle, bootstrap over {ranking['cycles']} cycles{runs}; "
+    lines = [f"ranking ({pct} CIs, ratios paired by cycle, bootstrap over {ranking['cycles']} cycles"
+             f"{resampled_in_runs(ranking)}; "
              f"'<' only where the CI of the ratio excludes 1): {ranking['chain']}"]
     by_pair = {(p["a"], p["b"]): p for p in ranking["pairs"]}
     for a, b in zip(ranking["order"], ranking["order"][1:], strict=False):

@@ -151,13 +151,17 @@ STATISTICS = {"paired": "median over cycles of the per-cycle ratio to direct",
               "medians": "median ÷ direct median"}
 
 
+def rounds_per_cycle(design: dict[str, Any], subject: str) -> int:
+    """A subject's rounds in one cycle (Design.describe()): direct, the baseline, is visited more often."""
+    visits = int(design.get("baseline_visits", 1)) if subject == "direct" else 1
+    return int(design.get("block", 1)) * visits
+
+
 def ratios(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],
            statistic: str = "paired") -> dict[str, dict[str, float]]:
     """{operation: {subject: ratio to direct}} of one run's rounds (seconds,
     cycle-major as the suite takes them; design: Design.describe())."""
     out: dict[str, dict[str, float]] = {}
-    block = int(design.get("block", 1))
-    visits = int(design.get("baseline_visits", 1))
     for op, rows in rounds.items():
         if "direct" not in rows:
             continue
@@ -165,8 +169,8 @@ def ratios(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],
             base = statistics.median(rows["direct"])
             out[op] = {s: statistics.median(r) / base for s, r in rows.items() if s != "direct"}
         else:
-            base_cycles = cycles_of(rows["direct"], block * visits)
-            out[op] = {s: statistics.median(paired_ratios(cycles_of(r, block), base_cycles))
+            base_cycles = cycles_of(rows["direct"], rounds_per_cycle(design, "direct"))
+            out[op] = {s: statistics.median(paired_ratios(cycles_of(r, rounds_per_cycle(design, s)), base_cycles))
                        for s, r in rows.items() if s != "direct"}
     return out
 
@@ -236,11 +240,9 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
 def cycles_taken(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],
                  keep: Callable[[int, int], bool]) -> dict[str, dict[str, list[float]]]:
     """The rounds of the cycles c (of n in the operation) for which keep(c, n) holds."""
-    block = int(design.get("block", 1))
-    visits = int(design.get("baseline_visits", 1))
     out: dict[str, dict[str, list[float]]] = {}
     for op, rows in rounds.items():
-        per = {s: block * (visits if s == "direct" else 1) for s in rows}
+        per = {s: rounds_per_cycle(design, s) for s in rows}
         n = min(len(r) // per[s] for s, r in rows.items())
         out[op] = {s: [x for c, group in enumerate(cycles_of(r, per[s])[:n]) if keep(c, n) for x in group]
                    for s, r in rows.items()}

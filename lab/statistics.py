@@ -60,12 +60,23 @@ def summarize(data: list[float]) -> dict[str, Any]:
 # neighbouring cycles' ratios are alike, and drawing cycles one by one
 # pretends that away too. Measured on three whole back-to-back runs
 # (2026-11-26, 54 ratios, README "Intervals in runs of cycles"): with cycles
-# drawn one by one, 28 % of the runs' ratios fell outside what the other two
-# runs and the intervals allowed at 99 %; in runs of 50 cycles, 11 %.
+# drawn one by one, 27 % of the runs' ratios fell outside what the other two
+# runs and the intervals allowed at 99 %; in runs of 50 cycles, 9.9 %.
 
 CONFIDENCE = 0.99
 RESAMPLES = 2000
 RUNS_PER_RESAMPLE = 16   # a resample is this many runs of consecutive cycles (800 cycles: runs of 50)
+
+
+def run_length_for(cycles: int) -> int:
+    """The default length of a run of consecutive cycles in a resample."""
+    return max(1, round(cycles / RUNS_PER_RESAMPLE))
+
+
+def resampled_in_runs(ranking: dict[str, Any]) -> str:
+    """' in runs of N cycles' for a rank() result resampled in runs, else ''."""
+    length = ranking.get("run_length", 1)
+    return f" in runs of {length} cycles" if length > 1 else ""
 
 
 def block_draws(cycles: int, resamples: int, seed: int, length: int | None = None) -> Any:
@@ -76,9 +87,7 @@ def block_draws(cycles: int, resamples: int, seed: int, length: int | None = Non
     length 1 is the ordinary bootstrap."""
     import numpy as np
     n = max(cycles, 1)
-    if length is None:
-        length = max(1, round(cycles / RUNS_PER_RESAMPLE))
-    length = min(max(length, 1), n)
+    length = min(max(run_length_for(cycles) if length is None else length, 1), n)
     runs = -(-n // length)
     starts = np.random.default_rng(seed).integers(0, n, size=(resamples, runs))
     return ((starts[:, :, None] + np.arange(length)) % n).reshape(resamples, -1)[:, :n]
@@ -117,7 +126,7 @@ class PairedBootstrap:
         self.confidence = confidence
         self.cycles = min(map(len, groups.values()), default=0)
         self.per_cycle = {name: np.array([_median(c) for c in g[:self.cycles]]) for name, g in groups.items()}
-        self.run_length = max(1, round(self.cycles / RUNS_PER_RESAMPLE)) if run_length is None else run_length
+        self.run_length = run_length_for(self.cycles) if run_length is None else run_length
         self.draws = block_draws(self.cycles, resamples, seed, self.run_length)
 
     def ratio(self, a: str, b: str) -> tuple[float, tuple[float, float]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.statistics import resampled_in_runs
 from report import figures
 from report.inputs import MODES, RUN_COMMAND, Inputs
 from report.page import Bullets, Figure, Heading, Page, Para, Table
@@ -53,11 +54,6 @@ def _ci(r: dict[str, Any]) -> str:
     return f"{r['ratio']:.2f} [{r['ci'][0]:.2f}–{r['ci'][1]:.2f}]"
 
 
-def _runs_of(ranking: dict) -> str:
-    length = ranking.get("run_length", 1)
-    return f" in runs of {length} cycles" if length > 1 else ""
-
-
 def rankings_section(page: Page, inputs: Inputs) -> list[str]:
     """Returns the ranking chains, for the command line's summary."""
     page.add(Heading(2, "Rankings with confidence", "rankings"),
@@ -96,7 +92,7 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
             page.add(Table(["a", "", "b", "a ÷ b, paired by cycle [99 % CI]", "verdict"], rows,
                            caption=f"{op}, {mode}: neighbours in median order "
                                    f"({ranking['cycles']} cycles, {ranking['resamples']} resamples"
-                                   f"{_runs_of(ranking)})",
+                                   f"{resampled_in_runs(ranking)})",
                            anchor=f"pairs-{op}-{mode}"))
             to_base = ranking.get("to_baseline") or {}
             if to_base:
