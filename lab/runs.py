@@ -15,7 +15,9 @@ median over cycles of the per-cycle ratio), recomputed from each run's rounds;
 either way one line says how the other statistic fared. `--spread N` also
 scores N cycles of each operation taken consecutively (at its start, middle
 and end) and spread evenly over it: whether the agreement comes from the
-number of calls or from the time they span. Under each
+number of calls or from the time they span. `--windows N` says how each run's
+ratios followed the machine's speed: windows of N cycles, each ratio against
+direct's median in the window (log on log). Under each
 operation, direct's own median per run,
 and the runs in which it moved more than 10 % from the middle run's (a machine
 that changed speed: their ratios are not comparable). The files are
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -280,6 +283,51 @@ def spread_over_time(paths: list[Path], count: int, tolerance: float, statistic:
     return "\n".join(lines)
 
 
+def follows_direct(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any], window: int,
+                   statistic: str = "paired") -> dict[str, float]:
+    """{operation: how the ratios follow the machine's speed within one run}:
+    the run cut into windows of `window` consecutive cycles, each subject's
+    ratio per window regressed on direct's median per window, log on log (the
+    elasticity: -0.2 means a window whose direct was 10 % slower had ratios
+    about 2 % lower), the median over subjects. 0 would be a ratio that does
+    not care how fast the machine is."""
+    out: dict[str, float] = {}
+    for op, rows in rounds.items():
+        if "direct" not in rows or len(rows) < 2:
+            continue
+        n = min(len(r) // rounds_per_cycle(design, s) for s, r in rows.items())
+        starts = range(0, n - window + 1, window)
+        if len(starts) < 3:
+            continue
+        taken = [cycles_taken({op: rows}, design, lambda c, _n, a=a: a <= c < a + window)[op] for a in starts]
+        x = [math.log(statistics.median(t["direct"])) for t in taken]
+        per_window = [ratios({op: t}, design, statistic)[op] for t in taken]
+        slopes = [_slope(x, [math.log(w[s]) for w in per_window]) for s in rows if s != "direct"]
+        found = [v for v in slopes if v is not None]
+        if found:
+            out[op] = statistics.median(found)
+    return out
+
+
+def _slope(x: list[float], y: list[float]) -> float | None:
+    """Least-squares slope of y on x; None when x does not vary."""
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sxx if sxx else None
+
+
+def following(paths: list[Path], window: int, statistic: str = "paired") -> str:
+    """follows_direct() of each run, one row per operation."""
+    found = [follows_direct(*rounds_of(p), window, statistic) for p in paths]
+    lines = [f"how the ratios follow direct's speed within each run (windows of {window} cycles; "
+             f"d ln ratio / d ln direct's median, median over subjects; {STATISTICS[statistic]}):",
+             f"{'':<12}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(paths)))]
+    for op in [o for o in OPERATIONS if any(o in f for f in found)]:
+        lines.append(f"{op:<12}" + "".join(f"{f[op]:>+9.2f}" if op in f else f"{'-':>9}" for f in found))
+    lines.append("(-0.2: where direct ran 10 % slower, the ratios read about 2 % lower)")
+    return "\n".join(lines)
+
+
 def shared_shift(values: list[list[float]]) -> tuple[list[float], float]:
     """values[s][i]: subject s's ratio in run i. Each run's shift that every
     subject shares (the median over subjects of ratio ÷ its middle − 1): the
@@ -328,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spread", type=int, metavar="N",
                         help="with --check: also score N cycles of each operation, consecutive and spread "
                              "evenly over it")
+    parser.add_argument("--windows", type=int, metavar="N",
+                        help="with --check: also how each run's ratios followed direct's speed, in windows of "
+                             "N cycles")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default="native,docker")
     parser.add_argument("extra", nargs="*", help="after --: extra pytest arguments")
@@ -337,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
         if args.spread:
             print("\n" + spread_over_time(args.check, args.spread, args.tolerance, args.statistic))
+        if args.windows:
+            print("\n" + following(args.check, args.windows, args.statistic))
         return 0 if ok else 1
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - set(settings.MODES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lab.runs import check, cycles_taken, markdown, shared_shift, spread_over_time, summarize
+from lab.runs import check, cycles_taken, following, markdown, shared_shift, spread_over_time, summarize
 
 
 def _run(median_us: float) -> dict:
@@ -155,3 +155,18 @@ def test_spread_over_time_scores_consecutive_cycles_and_spread_ones(tmp_path):
     first, middle, last, spread_evenly, whole = row.split()[1::2]
     assert (first, middle, last, spread_evenly, whole) == ("0/1", "1/1", "1/1", "1/1", "1/1"), row
     assert "(50.0%)" in row
+
+
+def test_following_measures_how_ratios_move_with_directs_speed_within_a_run(tmp_path):
+    """Known answers: 30 cycles; the machine adds 0.5 to every call of
+    cycles 10-19 (direct 1 -> 1.5; REST 2 + direct: ratio 3 -> 2.33): the
+    elasticity is ln(2.33 / 3) / ln(1.5) = -0.62. A REST that scales with
+    direct (twice it) has ratio 2 throughout: 0. Fewer than three windows: no figure."""
+    direct = [1.0] * 40 + [1.5] * 40 + [1.0] * 40
+    paths = [tmp_path / "added.json", tmp_path / "scaled.json"]
+    paths[0].write_text(json.dumps(bench_json([2.0 + d for d in direct[::4]], direct)))
+    paths[1].write_text(json.dumps(bench_json([2.0 * d for d in direct[::4]], direct)))
+    text = following(paths, 10)
+    row = next(line for line in text.splitlines() if line.startswith("fetch-one"))
+    assert row.split()[1:] == ["-0.62", "+0.00"], text
+    assert "fetch-one" not in following(paths, 11).split("\n", 2)[2]
