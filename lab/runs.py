@@ -305,18 +305,10 @@ def follows_direct(rounds: dict[str, dict[str, list[float]]], design: dict[str, 
         taken = [cycles_taken({op: rows}, design, lambda c, _n, a=a: a <= c < a + window)[op] for a in starts]
         x = [math.log(statistics.median(t["direct"])) for t in taken]
         per_window = [ratios({op: t}, design, statistic)[op] for t in taken]
-        slopes = [_slope(x, [math.log(w[s]) for w in per_window]) for s in rows if s != "direct"]
-        found = [v for v in slopes if v is not None]
-        if found:
-            out[op] = statistics.median(found)
+        if len(set(x)) > 1:  # direct's speed moved: a slope to fit
+            out[op] = statistics.median(statistics.linear_regression(x, [math.log(w[s]) for w in per_window]).slope
+                                        for s in rows if s != "direct")
     return out
-
-
-def _slope(x: list[float], y: list[float]) -> float | None:
-    """Least-squares slope of y on x; None when x does not vary."""
-    mx, my = statistics.fmean(x), statistics.fmean(y)
-    sxx = sum((a - mx) ** 2 for a in x)
-    return sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sxx if sxx else None
 
 
 def following(paths: list[Path], window: int, statistic: str = "paired") -> str:
