@@ -479,7 +479,7 @@ class ComposeStack:
         """Remove the project's containers, network and volumes. `down` is
         idempotent, so a failed one is tried once more before it counts: once in
         a fresh clone's `make test` (2026-11-26, after Ctrl-C on `serve`) it exited 1
-        while removing the containers, and the stack was left half down."""
+        while removing the containers, and `serve` exited 1."""
         t0 = time.monotonic()
         args = ("down", "-v", "--remove-orphans", "--timeout", "10")
         first = self.compose(*args, timeout=180, check=False)
