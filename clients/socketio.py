@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
+import engineio
 import socketio
 
 from clients.base import OperationClient
@@ -27,13 +28,32 @@ CODEC = SimpleNamespace(dumps=lambda obj, **_: dumps(obj), loads=json.loads,
                         JSONDecodeError=json.JSONDecodeError)
 
 
+class _InOrderEngineIO(engineio.Client):
+    """Engine.IO's client hands each received message to a new thread
+    (`_trigger_event('message', run_async=True)`), so two messages sent in order
+    can reach the handlers out of order: a feed's `end` before its last message
+    (CI, 2026-11-26: socket.io's stream of ids 1, 2 yielded 1 and then `end`).
+    Here a message is dispatched on the reading thread, in arrival order, as the
+    other clients read theirs; the handlers only queue a push or complete an ack."""
+
+    def _trigger_event(self, event: str, *args: Any, **kwargs: Any) -> Any:
+        if event == "message":
+            kwargs["run_async"] = False
+        return super()._trigger_event(event, *args, **kwargs)
+
+
+class _InOrderClient(socketio.Client):
+    def _engineio_client_class(self) -> type:
+        return _InOrderEngineIO
+
+
 class SocketIOClient(OperationClient):
     protocol = "socketio"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
         self.timeout = timeout
         url = urlsplit(endpoint)
-        self.sio = socketio.Client(reconnection=False, handle_sigint=False, json=CODEC,
+        self.sio = _InOrderClient(reconnection=False, handle_sigint=False, json=CODEC,
                                    request_timeout=timeout)
         # Push messages (broadcasts, feeds), in arrival order, with their size
         # as the event's JSON text ('42["push",...]').

@@ -6,6 +6,7 @@ broadcast (contract/ws-protocol.md) on those that serve them."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -84,6 +85,39 @@ def test_synthetic_feed_pushes_numbered_stamped_batches_in_order(push_client):
     # here, 2026-11-26), the one bound that holds however busy the machine is.
     assert all(stamp >= before + k * 5_000_000 for k, stamp in enumerate(stamps)), \
         [(stamp - before) / 1e6 - k * 5 for k, stamp in enumerate(stamps)]
+
+
+@pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)
+def test_unpaced_feed_arrives_whole_and_in_order_with_its_end_last(push_client):
+    """As fast as the server writes: every message, in order, and the end after the last.
+    (python-socketio's client handed each message to a new thread, and a feed's end
+    could overtake its last message: CI, 2026-11-26.)"""
+    with push_client.subscribe("synthetic", rate=0, count=500) as stream:
+        messages, end = _messages(stream, "synthetic")
+    assert _ids(messages) == [str(n) for n in range(1, 501)]
+    assert end.data["sent"] == 500
+
+
+@pytest.mark.parametrize("impl", implementations("subscribe"))
+def test_socketio_client_takes_messages_on_the_reading_thread_in_arrival_order(impl, lab):
+    """The rule behind the test above, for socket.io, where a race is rare: each received
+    Engine.IO message is handled on the thread that read it, before the next is read
+    (python-socketio's own client starts a thread per message). Packets are handed to the
+    connected client's Engine.IO layer as its reading loop does."""
+    if PROTOCOL[impl] != "socketio":
+        pytest.skip(f"{impl} is not a socket.io implementation")
+    from engineio import packet
+
+    client = lab.client(impl)
+    try:
+        seen = []
+        client.sio.on("probe", lambda n: seen.append((n, threading.get_ident())))
+        for n in range(50):
+            client.sio.eio._receive_packet(packet.Packet(packet.MESSAGE, f'2["probe",{n}]'))
+        assert seen == [(n, threading.get_ident()) for n in range(50)]
+        assert client.echo("still serving") == "still serving"
+    finally:
+        client.close()
 
 
 @pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)
