@@ -120,6 +120,31 @@ def test_socketio_client_takes_messages_on_the_reading_thread_in_arrival_order(i
         client.close()
 
 
+def test_socketio_client_without_the_pure_python_check_still_rejects_invalid_utf8():
+    """The socket.io client skips websocket-client's byte-by-byte UTF-8 check (clients/socketio.py);
+    a text frame that is not UTF-8 must still fail in recv(), which decodes it."""
+    import socket
+
+    import websocket
+
+    from clients.socketio import SocketIOClient
+
+    options = SocketIOClient.WEBSOCKET_OPTIONS
+    assert options["skip_utf8_validation"] is True
+    near, far = socket.socketpair()
+    try:
+        ws = websocket.WebSocket(**options)
+        ws.sock, ws.connected = near, True
+        far.sendall(b"\x81\x04ok\xc3\xa9")  # FIN, text, 4 bytes: "oké"
+        assert ws.recv() == "oké"
+        far.sendall(b"\x81\x02\xff\xfe")  # text frame, not UTF-8
+        with pytest.raises(UnicodeDecodeError):
+            ws.recv()
+    finally:
+        near.close()
+        far.close()
+
+
 @pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)
 def test_synthetic_feed_resumes_after_the_last_event_id(push_client):
     with push_client.subscribe("synthetic", rate=0, count=10) as stream:
