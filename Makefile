@@ -66,10 +66,10 @@ docker-images: bootstrap
 bench-docker: bootstrap
 	LAB_MODE=docker $(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
 
-# The conformance, bad-input and push suites against the Docker stack (the Docker
+# The conformance, bad-input, push and database-files suites against the Docker stack (the Docker
 # smoke test, with its host-restore check, is part of `make test`).
 test-docker: bootstrap
-	$(PY) -m pytest --benchmark-disable --lab-mode docker tests/test_conformance.py tests/test_bad_input.py tests/test_push.py $(PYTEST_ARGS)
+	$(PY) -m pytest --benchmark-disable --lab-mode docker tests/test_conformance.py tests/test_bad_input.py tests/test_push.py tests/test_database.py $(PYTEST_ARGS)
 
 # Bytes on the wire per operation (tshark; installed via apt when missing and root).
 # make capture NETNS=1: over a veth pair in a network namespace, MTU 1500.

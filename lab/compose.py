@@ -62,6 +62,7 @@ from lab.registry import Implementation, discover, glob_files, select
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
 MONGO_SERVICE = "mongo"
 MONGO_PORT = 27017
+MONGO_MEMORY = "/data/memory"  # the database container's tmpfs mount (LAB_DB_IN_MEMORY=1)
 MONGO_IMAGE_VARIABLE = "LAB_MONGO_IMAGE"
 DEFAULT_MONGO_IMAGE = "mongo:8.0"
 DEFAULT_PREFIX = "protolab"
@@ -201,6 +202,8 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
         # The lab's secantusd image runs as natively (lab/database.py secantus_flags):
         # LAB_MONGO_ARGS is set from the run's settings; unset, the image's own CMD.
         "    command: ${LAB_MONGO_ARGS:-}",
+        # A RAM file system the lab's database uses with LAB_DB_IN_MEMORY=1 (the tests).
+        f"    tmpfs: [\"{MONGO_MEMORY}\"]",
         "    healthcheck:",
         f"      test: {_q(['CMD-SHELL', MONGO_HEALTH])}",
         f"      interval: {mongo_interval}",
@@ -359,14 +362,15 @@ class ComposeStack:
     hashes: dict[str, str] = field(default_factory=dict)  # compose service -> source hash
     change_streams: bool = False  # the database as a single-node replica set (tests), else standalone
     sync_on_commit: bool = True
+    in_memory: bool = False  # the database's files on its tmpfs mount (MONGO_MEMORY), not its volume
 
     def mongo_args(self) -> str:
         """The database container's arguments: the lab's secantusd image runs
         with the flags of native mode (lab/database.py); another image keeps its own."""
         if "secantus" not in self.images.mongo:
             return ""
-        return shlex.join(secantus_flags("0.0.0.0", MONGO_PORT, "/data/db", change_streams=self.change_streams,
-                                         sync_on_commit=self.sync_on_commit))
+        return shlex.join(secantus_flags("0.0.0.0", MONGO_PORT, MONGO_MEMORY if self.in_memory else "/data/db",
+                                         change_streams=self.change_streams, sync_on_commit=self.sync_on_commit))
 
     @property
     def services(self) -> list[str]:
@@ -497,7 +501,7 @@ class ComposeStack:
             tag = image.rpartition(":")[2]
             return dataclasses.replace(
                 db, server=f"SecantusDB secantusd-rs{mode_text(self.change_streams)} (image {image})", version=tag,
-                durability=durability_text(self.sync_on_commit))
+                durability=durability_text(self.sync_on_commit, self.in_memory))
         return dataclasses.replace(db, server=f"MongoDB (image {image})")
 
     def interpreter(self, found: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -571,7 +575,7 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
         ensure_local_images(d, images)
         stack = ComposeStack(d, implementations, images,
                              change_streams=settings.change_streams() if change_streams is None else change_streams,
-                             sync_on_commit=settings.db_sync_on_commit())
+                             sync_on_commit=settings.db_sync_on_commit(), in_memory=settings.db_in_memory())
         stack.build()
         try:
             stack.up()

@@ -111,9 +111,10 @@ def mode_text(change_streams: bool) -> str:
     return " (replica-set mode)" if change_streams else ""
 
 
-def durability_text(sync_on_commit: bool) -> str:
-    return ("log fsynced at every commit (--sync-on-commit): acknowledged writes survive kill -9"
+def durability_text(sync_on_commit: bool, in_memory: bool = False) -> str:
+    text = ("log fsynced at every commit (--sync-on-commit): acknowledged writes survive kill -9"
             if sync_on_commit else "log written, not fsynced, at commit: a kill -9 can lose acknowledged writes")
+    return text + ("; its files in memory (tmpfs), gone with the machine" if in_memory else "")
 
 
 class EmbeddedServer:
@@ -138,6 +139,7 @@ class EmbeddedServer:
         self.binary = binary
         self.change_streams = change_streams
         self.sync_on_commit = settings.db_sync_on_commit() if sync_on_commit is None else sync_on_commit
+        self.in_memory = root.resolve().is_relative_to(settings.MEMORY_DIR)
         self.port = 0
         self.starts = 0
         self.process: Process | None = None
@@ -159,7 +161,7 @@ class EmbeddedServer:
         reported = process.wait_until(lambda: _buildinfo_version(uri), settings.STARTUP_TIMEOUT, "answering")
         return Database(uri=uri, server=f"SecantusDB {SECANTUS_BINARY}{mode_text(self.change_streams)}",
                         version=SECANTUS_VERSION, reported_version=str(reported), pid=process.pid,
-                        durability=durability_text(self.sync_on_commit))
+                        durability=durability_text(self.sync_on_commit, self.in_memory))
 
     def kill(self) -> None:
         """SIGKILL, no chance to flush or checkpoint; waits until it is gone."""
@@ -177,8 +179,10 @@ def embedded(change_streams: bool = False, binary: Path | None = None) -> Iterat
     """The embedded server. `change_streams`: it advertises a single-node
     replica set and keeps an oplog, so change streams open (the push feed
     `changes`, contract/push.md); otherwise `--standalone`, for measurements:
-    the oplog costs every write (~0.1 ms more per insert, measured here)."""
-    with tempfile.TemporaryDirectory(prefix="protolab-db-") as tmp:
+    the oplog costs every write (~0.1 ms more per insert, measured here).
+    Its files go on the disk, or in memory with LAB_DB_IN_MEMORY=1 (settings.db_in_memory)."""
+    memory = settings.db_in_memory() and settings.MEMORY_DIR.is_dir()
+    with tempfile.TemporaryDirectory(prefix="protolab-db-", dir=settings.MEMORY_DIR if memory else None) as tmp:
         server = EmbeddedServer(Path(tmp), change_streams=change_streams, binary=binary)
         server.port = settings.port_base() or 0  # protolab serve --port-base N: the database on N
         try:

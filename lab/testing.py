@@ -51,6 +51,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _terminate)
+    # Before any lab starts, here or in a test's own process: a test run keeps the
+    # database's files in memory, a measurement does not fsync at every commit (lab/settings.py).
+    if config.getoption("benchmark_only", False):
+        settings.measuring()
+    else:
+        settings.testing()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -148,8 +154,6 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
     # Tests need change streams (the push feed `changes`); timings are taken without.
     change_streams = not request.config.getoption("benchmark_only", False)
-    if not change_streams:
-        settings.measuring()
     with running_lab(mode=request.config.getoption("--lab-mode"), change_streams=change_streams) as running:
         request.config.stash[LAB_KEY] = running  # for the benchmark summary
         yield running

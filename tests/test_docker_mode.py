@@ -114,6 +114,12 @@ def test_the_database_container_runs_as_the_native_database(change_streams: bool
                                   sync_on_commit=True)
     assert ("--standalone" in args) is not change_streams
     assert ("replica-set" in compose.mode_text(change_streams)) is change_streams
+    # LAB_DB_IN_MEMORY=1 (the tests): its files on the container's tmpfs mount, not its volume.
+    assert f'    tmpfs: ["{compose.MONGO_MEMORY}"]\n' in _service_block(compose.COMPOSE_FILE.read_text(), "mongo")
+    in_memory = compose.ComposeStack(None, [], images, change_streams=change_streams,  # type: ignore[arg-type]
+                                     sync_on_commit=True, in_memory=True)
+    assert shlex.split(in_memory.mongo_args()) == secantus_flags(
+        "0.0.0.0", compose.MONGO_PORT, compose.MONGO_MEMORY, change_streams=change_streams, sync_on_commit=True)
     official = compose.ComposeStack(None, [], compose.Images({"LAB_MONGO_IMAGE": "mongo:8.0"}, "protolab", "test"),  # type: ignore[arg-type]
                                     change_streams=change_streams)
     assert official.mongo_args() == ""

@@ -54,8 +54,8 @@ def _one_per_language() -> list[str]:
 SERVED = _one_per_language()
 
 
-def _serve() -> tuple[subprocess.Popen, list[int]]:
-    proc = subprocess.Popen([sys.executable, "-m", "lab.cli", "serve", "--only", *SERVED], cwd=ROOT, env=ENV,
+def _serve(env: dict[str, str] = ENV) -> tuple[subprocess.Popen, list[int]]:
+    proc = subprocess.Popen([sys.executable, "-m", "lab.cli", "serve", "--only", *SERVED], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)  # its own group, as a shell's foreground job
     pids, lines = [], []
@@ -82,8 +82,9 @@ def test_serve_prints_every_endpoint_and_stops_everything_on_ctrl_c():
     assert _wait_gone(pids) == []
 
 
-def test_killing_the_lab_outright_takes_its_processes_along():
-    proc, pids = _serve()
+def test_killing_the_lab_outright_takes_its_processes_along(tmp_path):
+    # What a killed lab cannot remove (its database's files, its logs) is left in tmp_path, on the disk.
+    proc, pids = _serve({**ENV, "TMPDIR": str(tmp_path), "LAB_DB_IN_MEMORY": "0"})
     proc.kill()  # SIGKILL: no cleanup code runs; the kernel's parent-death signal does it
     proc.wait(10)
     assert _wait_gone(pids) == []
