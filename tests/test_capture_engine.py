@@ -181,9 +181,8 @@ def test_tcp_payload_equals_bytes_client_wrote_and_read(echo: EchoServer) -> Non
     # header longer, and a header carrying SACK blocks (after a segment lost on a loaded
     # loopback: make test on 2026-11-27, 12 bytes more on one frame) longer by them.
     assert_headers(packets)
-    for direction, sender in ((split.to_server, "client"), (split.to_client, "server")):
-        sent = [p for p in packets if (p.dst_port == echo.port) is (sender == "client")]
-        sack = sum(p.tcp_header - TCP_HEADER for p in sent if not p.syn)
+    for direction, to_server in ((split.to_server, True), (split.to_client, False)):
+        sack = sum(p.tcp_header - TCP_HEADER for p in packets if (p.dst_port == echo.port) is to_server and not p.syn)
         assert direction.frame_bytes == direction.payload_bytes + direction.frames * (
             LOOPBACK_LINK_HEADER + IPV4_HEADER + TCP_HEADER) + (SYN_HEADER - TCP_HEADER) + sack
     assert max(p.payload for p in packets) <= 65483
