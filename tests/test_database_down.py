@@ -3,8 +3,10 @@ own terms, within its timeout, and keeps serving."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -12,6 +14,7 @@ from expect import expect
 
 from contract.errors import UNAVAILABLE
 from lab import dataset
+from lab.registry import SERVICES, select
 from lab.stack import running_lab
 
 
@@ -49,3 +52,36 @@ def test_every_protocol_says_unavailable_and_keeps_serving(lab_without_database)
         futures = {name: pool.submit(check, name) for name in clients}
     failures = {name: repr(f.exception()) for name, f in futures.items() if f.exception()}
     assert not failures, failures
+
+
+# A socket whose peer (the killed database) has ended it, written to a moment
+# later, as a pooled connection is: Node's own EPIPE error, which mongodb's
+# driver let through unwrapped while waiting for 'drain'.
+_ENDED_SOCKET = """
+import net from 'node:net';
+import { databaseError } from %s;
+const server = net.createServer((c) => c.end()).listen(0, '127.0.0.1', () => {
+  const socket = net.connect(server.address().port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.on('end', () => setImmediate(() => socket.write(Buffer.alloc(64), (err) => {
+    const e = databaseError(err);
+    console.log(JSON.stringify({ raw: err.code, code: e.code ?? null, message: e.message }));
+    server.close();
+  })));
+});
+"""
+
+
+def test_node_store_says_unavailable_for_a_socket_the_database_ended():
+    node = [i for i in select() if i.language == "node" and i.build_command]
+    if not node:
+        pytest.skip("no Node.js implementation here")
+    node[0].build()  # the services' node_modules, where store.js finds mongodb
+    store = (SERVICES / "common" / "node" / "store.js").as_uri()
+    done = subprocess.run(["node", "--input-type=module", "-e", _ENDED_SOCKET % json.dumps(store)],
+                          capture_output=True, text=True, timeout=30, env={**os.environ, "MONGODB_URI": ""})
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["raw"] == "EPIPE", answer
+    assert answer["code"] == UNAVAILABLE, answer
+    assert "ended by the other party" in answer["message"], answer

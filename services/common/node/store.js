@@ -18,7 +18,17 @@ const COLLECTION = 'games';
 
 const notFound = (id) => new ContractError('NOT_FOUND', `no game with id ${JSON.stringify(id)}`);
 
-function databaseError(err) {
+// Node's own socket errors, which the driver does not always wrap: mongodb
+// 7.8.0's writeCommand rethrows the socket's 'error' as it is while it waits for
+// 'drain', so a pooled connection the killed database had just closed answered
+// EPIPE "This socket has been ended by the other party" (node_grpcjs said
+// INTERNAL once in CI's run of tests/test_database_down.py).
+const SOCKET_ERRORS = new Set([
+  'EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
+  'ERR_SOCKET_CLOSED', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END',
+]);
+
+export function databaseError(err) {
   if (err instanceof ContractError) return err;
   // timeoutMS ran out: choosing a server (none reachable) is a lost database,
   // anything after it a database that did not answer in time.
@@ -29,7 +39,8 @@ function databaseError(err) {
   }
   if (err instanceof MongoNetworkError || err instanceof MongoServerSelectionError
       || err instanceof MongoTopologyClosedError || err instanceof MongoNotConnectedError
-      || err?.hasErrorLabel?.('ResetPool') || err?.name === 'MongoPoolClearedError') {
+      || err?.hasErrorLabel?.('ResetPool') || err?.name === 'MongoPoolClearedError'
+      || SOCKET_ERRORS.has(err?.code)) {
     return new ContractError('UNAVAILABLE', `database unavailable: ${err.message}`);
   }
   return err;
