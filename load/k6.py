@@ -193,6 +193,7 @@ class K6Run:
         self.popen: subprocess.Popen | None = None
         self.started = 0.0
         self.cpu_s: float | None = None
+        self.rss_peak_bytes: int | None = None
 
     def argv(self) -> list[str]:
         from load.operations import script
@@ -228,7 +229,8 @@ class K6Run:
 
     def wait(self, timeout: float) -> int:
         """Wait for k6 to exit; its own CPU seconds (user + system, every
-        thread) from the kernel's account at exit land in self.cpu_s."""
+        thread) and its peak RSS from the kernel's account at exit land in
+        self.cpu_s and self.rss_peak_bytes."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             code = self.poll()
@@ -251,6 +253,7 @@ class K6Run:
         if not pid:
             return None
         self.cpu_s = usage.ru_utime + usage.ru_stime
+        self.rss_peak_bytes = usage.ru_maxrss * 1024  # KiB on Linux
         self.popen.returncode = os.waitstatus_to_exitcode(status)
         return self.popen.returncode
 

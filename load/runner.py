@@ -180,7 +180,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     window = (window_us[0] / 1e6, min(window_us[1], (samples.last_us or 0) + 1) / 1e6)
     row = _row(impl, s, model, clients, rate, calls, samples, window, sampler, offset, pinning, n,
                failures,
-               {f"generator{i}" if n > 1 else "generator": r.cpu_s for i, r in enumerate(runs)})
+               {f"generator{i}" if n > 1 else "generator": r for i, r in enumerate(runs)})
     row["settled_before_s"] = settled_s
     return row
 
@@ -210,15 +210,18 @@ def settle(lab: Lab, impl: Implementation, prompt_s: float = 0.25, timeout: floa
 def _row(impl: Implementation, s: Settings, model: str, clients: int, rate: float | None,
          calls: int | None, samples: k6.Samples, window: tuple[float, float], sampler: Sampler,
          offset: float, pinning: Pinning | None, segments: int, k6_failures: list[str],
-         exit_cpu: dict[str, float | None]) -> dict[str, Any]:
+         exited: dict[str, k6.K6Run]) -> dict[str, Any]:
     length = window[1] - window[0]
     ops_window = samples.ops
     summary = sampler.summary()
     resources: dict[str, Any] = {}
     for name, stats in summary.items():
-        if exit_cpu.get(name) is not None:  # k6 has exited: the kernel's account, not the sampler's
-            stats = {**stats, "cpu_s": exit_cpu[name],
-                     "cpu_percent_mean": 100 * exit_cpu[name] / sampler.elapsed if sampler.elapsed else 0.0}
+        run = exited.get(name)
+        if run is not None and run.cpu_s is not None:
+            # k6 has exited: the kernel's account, not the sampler's (whose 1 Hz
+            # readings of a 3 s k6 once all read its RSS as 0, in make test)
+            stats = {**stats, "cpu_s": run.cpu_s, "rss_max": run.rss_peak_bytes or stats["rss_max"],
+                     "cpu_percent_mean": 100 * run.cpu_s / sampler.elapsed if sampler.elapsed else 0.0}
         # Samples of a process still alive (a k6 that has exited reads as 0 B).
         in_window = [p for t, p, rss in sampler.samples[name]
                      if rss and window[0] <= t + offset <= window[1] + 0.5]

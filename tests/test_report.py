@@ -297,12 +297,16 @@ def test_report_renders_in_headless_chromium(tmp_path):
     results = make_results(tmp_path / "results", docker=True)
     paths, _ = write(results, results, head="0" * 40, discovered=NAMES)
     profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
+    # Chromium's own scratch directories (org.chromium.Chromium.*, which it leaves behind) go
+    # here and are removed after; not under tmp_path, whose path is too long for its socket.
+    scratch = tempfile.mkdtemp(prefix="protolab-chromium-")
     # Its own process group, stopped with its helpers (zygote, renderer) by Process.stop.
     chromium = Process("chromium", [
         browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
         f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
-        "--window-size=1280,900", "about:blank"], tmp_path / "chromium.log")
+        "--window-size=1280,900", "about:blank"], tmp_path / "chromium.log",
+        env={"TMPDIR": scratch})
     try:
         port_file = Path(profile) / "DevToolsActivePort"
         deadline = time.monotonic() + 20
@@ -327,6 +331,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
             dt.close()
     finally:
         chromium.stop(grace=10)
+        shutil.rmtree(scratch, ignore_errors=True)
 
     errors = [e for e in dt.events
               if e.get("method") == "Runtime.exceptionThrown"
