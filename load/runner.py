@@ -220,7 +220,7 @@ def _row(impl: Implementation, s: Settings, model: str, clients: int, rate: floa
         if run is not None and run.cpu_s is not None:
             # k6 has exited: the kernel's account, not the sampler's (whose 1 Hz
             # readings of a 3 s k6 once all read its RSS as 0, in make test)
-            stats = {**stats, "cpu_s": run.cpu_s, "rss_max": run.rss_peak_bytes or stats["rss_max"],
+            stats = {**stats, "cpu_s": run.cpu_s, "rss_max": run.rss_peak_bytes,
                      "cpu_percent_mean": 100 * run.cpu_s / sampler.elapsed if sampler.elapsed else 0.0}
         # Samples of a process still alive (a k6 that has exited reads as 0 B).
         in_window = [p for t, p, rss in sampler.samples[name]
