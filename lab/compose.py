@@ -75,6 +75,7 @@ DEFAULT_PREFIX = "protolab"
 # in the lab's image, mongosh in the official one), checked every second,
 # because the services' depends_on waits for it.
 MONGO_HEALTH_INTERVAL = "1s"
+DOWN_SETTLE_S = 30.0  # how long `down` waits out "network ... has active endpoints" (ComposeStack.down)
 SOURCE_LABEL = "org.protolab.source-hash"
 
 
@@ -360,6 +361,7 @@ class ComposeStack:
     timings: dict[str, Any] = field(default_factory=dict)
     built: list[str] = field(default_factory=list)
     hashes: dict[str, str] = field(default_factory=dict)  # compose service -> source hash
+    networks_removed: list[str] = field(default_factory=list)  # earlier stacks' networks, removed at up
     change_streams: bool = False  # the database as a single-node replica set (tests), else standalone
     sync_on_commit: bool = True
     in_memory: bool = False  # the database's files on its tmpfs mount (MONGO_MEMORY), not its volume
@@ -427,7 +429,20 @@ class ComposeStack:
         self.timings["build_s"] = round(time.monotonic() - t0, 2)
         self.timings["build_s_each"] = each
 
+    def remove_left_networks(self) -> list[str]:
+        """Remove the networks earlier lab stacks on this daemon left (down)
+        that no container uses: each holds a subnet of the daemon's address pool."""
+        got = self.d.docker("network", "ls", "--filter", "label=com.docker.compose.project",
+                            "--format", "{{.Name}}", timeout=30, check=False)
+        left = [n for n in got.stdout.split() if n.startswith(f"{DEFAULT_PREFIX}-")]
+        removed = [n for n in left if self.d.docker("network", "rm", n, timeout=60, check=False).returncode == 0]
+        self.networks_removed = removed
+        if removed:
+            print(f"protolab: removed networks earlier stacks left: {', '.join(removed)}", flush=True)
+        return removed
+
     def up(self) -> None:
+        self.remove_left_networks()
         self.ports = dict(zip([MONGO_SERVICE, *self.services], free_ports(1 + len(self.services)), strict=True))
         t0 = time.monotonic()
         self.compose("up", "-d", "--no-build", MONGO_SERVICE, *self.services, timeout=startup_timeout())
@@ -481,17 +496,41 @@ class ComposeStack:
 
     def down(self) -> None:
         """Remove the project's containers, network and volumes. `down` is
-        idempotent, so a failed one is tried once more before it counts: once in
-        a fresh clone's `make test` (2026-11-26, after Ctrl-C on `serve`) it exited 1
-        while removing the containers, and `serve` exited 1."""
+        idempotent, so a failed one is tried again before it counts. Once in a
+        fresh clone's `make test` (2026-11-26, after Ctrl-C on `serve`) it exited 1
+        while removing the containers. Once in CI (2026-11-27) every container was
+        removed but the network was refused: "has active endpoints", twice in a
+        row, though the daemon's own store counted 0 endpoints when it stopped and
+        a restarted daemon removed the network at once. The daemon releases a
+        removed container's endpoint after `docker rm` returns (moby/moby#42119),
+        so that refusal is waited out, up to DOWN_SETTLE_S."""
         t0 = time.monotonic()
         args = ("down", "-v", "--remove-orphans", "--timeout", "10")
-        first = self.compose(*args, timeout=180, check=False)
-        if first.returncode != 0:
-            print(f"protolab: docker-compose down failed ({first.returncode}), trying again: "
-                  f"{first.stderr.strip()[-500:]}", flush=True)
-            self.compose(*args, timeout=180)
+        tries = 1
+        got = self.compose(*args, timeout=180, check=False)
+        delay = 0.5
+        while got.returncode != 0:
+            why = got.stderr.strip()
+            settling = "has active endpoints" in why and time.monotonic() - t0 < DOWN_SETTLE_S
+            if tries > 1 and not settling:
+                if "has active endpoints" in why and not self.containers():
+                    # Nothing of the project runs or holds data: only its empty network
+                    # is left, and the next stack on this daemon removes it (up).
+                    self.timings["network_left"] = True
+                    print(f"protolab: every container of {self.project} is removed, but the daemon still "
+                          f"refuses its network after {time.monotonic() - t0:.1f} s ({why[-200:]}); the next "
+                          "stack removes it", flush=True)
+                    break
+                raise StackFailed(f"docker-compose -p {self.project} down failed {tries} times "
+                                  f"({got.returncode}) in {time.monotonic() - t0:.1f} s:\n{why[-3000:]}")
+            print(f"protolab: docker-compose down failed ({got.returncode}), trying again in {delay} s: "
+                  f"{why[-500:]}", flush=True)
+            time.sleep(delay)  # back-off between tries of an idempotent command
+            delay = min(delay * 2, 5.0)
+            got = self.compose(*args, timeout=180, check=False)
+            tries += 1
         self.timings["down_s"] = round(time.monotonic() - t0, 2)
+        self.timings["down_tries"] = tries
 
     def database(self) -> Database:
         uri = f"mongodb://127.0.0.1:{self.ports[MONGO_SERVICE]}/?directConnection=true"
@@ -528,6 +567,7 @@ class ComposeStack:
             "service_health_check": "none in Docker; the lab's own client, until ready",
             "mongo_health_interval": os.environ.get("LAB_MONGO_HEALTH_INTERVAL", MONGO_HEALTH_INTERVAL),
             "timings_s": self.timings,
+            "networks_removed_at_up": self.networks_removed,
             "interpreter": self.interpreter(found),
         }
 

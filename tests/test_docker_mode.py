@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -125,29 +126,47 @@ def test_the_database_container_runs_as_the_native_database(change_streams: bool
     assert official.mongo_args() == ""
 
 
-@pytest.mark.parametrize("codes", [[0], [1, 0], [1, 1]])
-def test_compose_down_is_tried_once_more_before_it_fails(codes: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    """`down` is idempotent: one failure is retried, a second is the stack's failure.
-    (The rule only: a real failure of docker-compose down was seen once and not reproduced.)"""
+REFUSED = "error while removing network: network protolab-x_default id 55be has active endpoints"
+
+
+@pytest.mark.parametrize(("replies", "left", "outcome"), [
+    ([0], True, "down"),
+    ([1, 0], True, "down"),
+    ([1, 1], False, "fails"),  # any failure but the network's: tried once more, then it counts
+    ([REFUSED, REFUSED, REFUSED, 0], True, "down"),  # the endpoint's release is waited out
+    ([REFUSED] * 20, False, "network left"),  # only an empty network is left: the next stack removes it
+    ([REFUSED] * 20, True, "fails"),  # a container still there: the stack's failure
+])
+def test_compose_down_is_tried_again_and_waits_out_a_network_with_active_endpoints(
+        replies: list, left: bool, outcome: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule only (docker-compose's replies given): the failures it answers were
+    each seen once in a fresh clone's tests and not reproduced on demand."""
     stack = compose.ComposeStack(None, [], compose.Images({}, "protolab", "test"))  # type: ignore[arg-type]
+    monkeypatch.setattr(compose, "DOWN_SETTLE_S", 2.0)
     calls: list[tuple[str, ...]] = []
-    results = iter(codes)
+    results = iter(replies)
 
     def fake(*args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
         calls.append(args)
-        code = next(results)
-        if check and code:
-            raise compose.StackFailed(f"down failed ({code})")
-        return subprocess.CompletedProcess(["docker-compose", *args], code, "", "removal in progress")
+        reply = next(results)
+        code, err = (1, reply) if isinstance(reply, str) else (reply, "removal in progress")
+        assert not check
+        return subprocess.CompletedProcess(["docker-compose", *args], code, "", err)
 
     monkeypatch.setattr(stack, "compose", fake)
-    if codes[-1]:
-        with pytest.raises(compose.StackFailed):
+    monkeypatch.setattr(stack, "containers", lambda: {"ws-go-coder": {}} if left else {})
+    if outcome == "fails":
+        with pytest.raises(compose.StackFailed, match="down failed"):
             stack.down()
     else:
         stack.down()
-        assert "down_s" in stack.timings
-    assert len(calls) == len(codes) and all(c[0] == "down" and "-v" in c for c in calls)
+        assert stack.timings["down_tries"] == len(calls)
+        assert stack.timings.get("network_left", False) == (outcome == "network left")
+    assert all(c[0] == "down" and "-v" in c for c in calls)
+    if replies[-1] == REFUSED:
+        assert 2 < len(calls) < len(replies)  # it stopped waiting at DOWN_SETTLE_S
+    else:
+        assert len(calls) == len(replies)
 
 
 def _one_round(lab: Lab, name: str, game: dict, other: dict) -> None:
@@ -179,6 +198,12 @@ def test_docker_stack_serves_every_operation_and_leaves_the_host_as_it_was(
     ip_forward = dockerd.IP_FORWARD.read_text().strip()
     forward = dockerd.forward_policy() or "ACCEPT"
     games = dataset.games()
+    left = ""
+    if not session_is_docker and not dockerd.dockerd_pids():
+        # As an earlier stack's `down` can leave it (ComposeStack.down): an empty network.
+        left = f"protolab-{uuid.uuid4().hex[:10]}_default"
+        with dockerd.Dockerd() as d:
+            d.docker("network", "create", "--label", f"com.docker.compose.project={left[:-8]}", left, timeout=60)
     t0 = time.monotonic()
     with ExitStack() as stack:
         # With --lab-mode docker the session's stack is used: one daemon per host.
@@ -189,6 +214,8 @@ def test_docker_stack_serves_every_operation_and_leaves_the_host_as_it_was(
         assert lab.database.server and lab.database.version
         description = compose.active_description()
         assert description and description["daemon"]["version"]
+        if left:
+            assert left in description["networks_removed_at_up"]
         store = lab.store()
         dataset.reset(store.games, [], indexes=False)  # the session's stack may hold others' games
         store.close()
