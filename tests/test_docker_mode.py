@@ -133,16 +133,16 @@ REFUSED = "error while removing network: network protolab-x_default id 55be has 
     ([0], True, "down"),
     ([1, 0], True, "down"),
     ([1, 1], False, "fails"),  # any failure but the network's: tried once more, then it counts
-    ([REFUSED, REFUSED, REFUSED, 0], True, "down"),  # the endpoint's release is waited out
-    ([REFUSED] * 20, False, "network left"),  # only an empty network is left: the next stack removes it
-    ([REFUSED] * 20, True, "fails"),  # a container still there: the stack's failure
+    ([REFUSED, 0], True, "down"),
+    ([REFUSED, REFUSED], False, "network left"),  # only an empty network is left: the next stack removes it
+    ([REFUSED, REFUSED], True, "fails"),  # a container still there: the stack's failure
 ])
-def test_compose_down_is_tried_again_and_waits_out_a_network_with_active_endpoints(
+def test_compose_down_is_tried_once_more_and_may_leave_only_an_empty_network(
         replies: list, left: bool, outcome: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The rule only (docker-compose's replies given): the failures it answers were
-    each seen once in a fresh clone's tests and not reproduced on demand."""
+    """The rule, with docker-compose's replies given (its refusal of the network was
+    seen once in 37 up/down cycles here, not on demand; that the next
+    stack removes what is left: test_docker_stack_serves_every_operation...)."""
     stack = compose.ComposeStack(None, [], compose.Images({}, "protolab", "test"))  # type: ignore[arg-type]
-    monkeypatch.setattr(compose, "DOWN_SETTLE_S", 2.0)
     calls: list[tuple[str, ...]] = []
     results = iter(replies)
 
@@ -156,17 +156,13 @@ def test_compose_down_is_tried_again_and_waits_out_a_network_with_active_endpoin
     monkeypatch.setattr(stack, "compose", fake)
     monkeypatch.setattr(stack, "containers", lambda: {"ws-go-coder": {}} if left else {})
     if outcome == "fails":
-        with pytest.raises(compose.StackFailed, match="down failed"):
+        with pytest.raises(compose.StackFailed, match="down failed twice"):
             stack.down()
     else:
         stack.down()
         assert stack.timings["down_tries"] == len(calls)
         assert stack.timings.get("network_left", False) == (outcome == "network left")
-    assert all(c[0] == "down" and "-v" in c for c in calls)
-    if replies[-1] == REFUSED:
-        assert 2 < len(calls) < len(replies)  # it stopped waiting at DOWN_SETTLE_S
-    else:
-        assert len(calls) == len(replies)
+    assert len(calls) == len(replies) and all(c[0] == "down" and "-v" in c for c in calls)
 
 
 def _one_round(lab: Lab, name: str, game: dict, other: dict) -> None:
