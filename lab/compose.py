@@ -429,8 +429,13 @@ class ComposeStack:
         self.timings["build_s_each"] = each
 
     def remove_left_networks(self) -> list[str]:
-        """Remove the networks earlier lab stacks on this daemon left (down)
-        that no container uses: each holds a subnet of the daemon's address pool."""
+        """Remove the networks earlier lab stacks left on this daemon (down)
+        that no container uses: each holds a subnet of the daemon's address pool.
+        Only on a daemon the lab started, which runs no other stack: on a shared
+        one, another lab's network could be between its creation and its first
+        container."""
+        if not self.d.owned:
+            return []
         got = self.d.docker("network", "ls", "--filter", "label=com.docker.compose.project",
                             "--format", "{{.Name}}", timeout=30, check=False)
         left = [n for n in got.stdout.split() if n.startswith(f"{DEFAULT_PREFIX}-")]
@@ -500,10 +505,11 @@ class ComposeStack:
         1 while removing the containers. One refusal is not the stack's failure:
         every container removed, the daemon refuses the network, "has active
         endpoints" (once in CI, 2026-11-27; once in 37 up/down cycles of 22
-        containers here, 2026-11-27). Its count of the network's
-        endpoints is wrong in memory only (moby/moby#42119): 60 s of retries did
-        not change it, and the same daemon restarted removed the network at once,
-        twice. So the empty network is left and the next stack removes it (up)."""
+        containers here, 2026-11-27). Its count of the network's endpoints is
+        wrong in memory only (moby/moby#42119): 60 s of retries did not change
+        it, and the same daemon restarted removed the network at once, twice. So
+        the empty network is left, and the next stack on a daemon the lab starts
+        removes it (up)."""
         t0 = time.monotonic()
         args = ("down", "-v", "--remove-orphans", "--timeout", "10")
         got = self.compose(*args, timeout=180, check=False)
@@ -519,8 +525,10 @@ class ComposeStack:
                 raise StackFailed(f"docker-compose -p {self.project} down failed twice ({got.returncode}):\n"
                                   f"{why[-3000:]}")
             self.timings["network_left"] = True
+            then = ("the next stack removes it" if self.d.owned else
+                    f"remove it once the daemon restarts: docker network rm {self.project}_default")
             print(f"protolab: every container of {self.project} is removed; the daemon refuses its empty "
-                  f"network ({why[-160:]}): the next stack removes it", flush=True)
+                  f"network ({why[-160:]}): {then}", flush=True)
         self.timings["down_s"] = round(time.monotonic() - t0, 2)
         self.timings["down_tries"] = tries
 

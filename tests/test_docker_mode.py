@@ -142,7 +142,9 @@ def test_compose_down_is_tried_once_more_and_may_leave_only_an_empty_network(
     """The rule, with docker-compose's replies given (its refusal of the network was
     seen once in 37 up/down cycles here, not on demand; that the next
     stack removes what is left: test_docker_stack_serves_every_operation...)."""
-    stack = compose.ComposeStack(None, [], compose.Images({}, "protolab", "test"))  # type: ignore[arg-type]
+    daemon = dockerd.Dockerd()
+    daemon.owned = True
+    stack = compose.ComposeStack(daemon, [], compose.Images({}, "protolab", "test"))
     calls: list[tuple[str, ...]] = []
     results = iter(replies)
 
