@@ -1,0 +1,113 @@
+"""Does a subject's ratio to `direct` depend on which process execution of its
+service was measured? The experiment behind the README's "Not only the
+machine", reproducible:
+
+    .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert] [SUBJECT ...]
+
+Each execution starts the subject's service and a database afresh
+(lab.stack.running_lab) and measures it against `direct` exactly as the
+latency suite does (benchmarks/suite.py: the same design, warm-up counts,
+settling cycles and clean-up; LAB_BENCH_* settings apply), the subjects'
+executions in a fresh random order per repetition. Printed per subject: the
+ratio of medians in every execution and in each half of its cycles, the
+spread between executions, and how far the halves of one execution moved
+(a runtime still settling moves one way; noise both). Results:
+results/executions-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import random
+import statistics
+from typing import Any
+
+from benchmarks.suite import OPERATION, Suite, design_from_env
+from lab import settings
+from lab.stack import running_lab
+
+DEFAULT_SUBJECTS = ("grpc/node_grpcjs", "graphql/node_yoga", "grpc/go_grpc", "grpc/python_grpcio")
+
+
+def halves(times: list[float], per_cycle: int) -> tuple[list[float], list[float]]:
+    """A subject's timed calls (cycle-major, per_cycle a cycle) split into the
+    first and second half of the cycles."""
+    cycles = len(times) // per_cycle
+    cut = cycles // 2 * per_cycle
+    return times[:cut], times[cut:cycles * per_cycle]
+
+
+def ratio_of_medians(subject: list[float], baseline: list[float]) -> float:
+    return statistics.median(subject) / statistics.median(baseline)
+
+
+def execution(times: dict[str, list[float]], subject: str, per_cycle: dict[str, int],
+              baseline: str = "direct") -> dict[str, Any]:
+    """One execution's ratio of medians, and that of each half of its cycles."""
+    first, second = (ratio_of_medians(s, b) for s, b in zip(halves(times[subject], per_cycle[subject]),
+                                                            halves(times[baseline], per_cycle[baseline]),
+                                                            strict=True))
+    return {"ratio": ratio_of_medians(times[subject], times[baseline]), "first_half": first, "second_half": second}
+
+
+def spread(values: list[float]) -> float:
+    """(max - min) / median: the README's spread."""
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Across one subject's executions: the spread of their ratios, and the mean
+    move from the first half to the second (signed, and absolute) of one execution."""
+    moves = [(r["second_half"] - r["first_half"]) / r["ratio"] for r in runs]
+    return {"between": spread([r["ratio"] for r in runs]), "half_move_mean": statistics.fmean(moves),
+            "half_move_abs_mean": statistics.fmean(abs(m) for m in moves)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.executions", description=__doc__.splitlines()[0])
+    parser.add_argument("subjects", nargs="*", default=list(DEFAULT_SUBJECTS))
+    parser.add_argument("--executions", type=int, default=4, help="process executions per subject")
+    parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
+    parser.add_argument("--seed", type=int, default=1, help="of the executions' order")
+    args = parser.parse_args(argv)
+    settings.measuring()
+    design = design_from_env()
+    per_cycle = design.per_cycle([*args.subjects, design.baseline])
+    out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                           "operation": args.operation, "design": design.describe(),
+                           "load_before": os.getloadavg(), "executions": {s: [] for s in args.subjects}}
+    rng = random.Random(args.seed)
+    for rep in range(args.executions):
+        order = list(args.subjects)
+        rng.shuffle(order)
+        for subject in order:
+            with running_lab(names=[subject]) as lab:
+                suite = Suite(lab, lab.client, {args.operation: [subject, design.baseline]}, True, design)
+                result = suite.run(args.operation)
+                if result.errors:
+                    raise SystemExit(f"{subject}: {result.errors}")
+                run = {**execution(result.times, subject, per_cycle, design.baseline),
+                       "service_cpu_us": result.cpu_us[subject].get("service"), "seconds": round(result.seconds, 1)}
+            out["executions"][subject].append(run)
+            print(f"execution {rep + 1} {subject:<24} ratio {run['ratio']:.3f} (halves {run['first_half']:.3f}"
+                  f" → {run['second_half']:.3f}), service CPU {run['service_cpu_us'] or 0:,.0f} µs/op", flush=True)
+    out["load_after"] = os.getloadavg()
+    print(f"\n{args.operation}: ratio of medians to {design.baseline} per process execution; between = spread "
+          "(max − min) / median; half move = second half − first half of one execution, ÷ its ratio")
+    for subject, runs in out["executions"].items():
+        s = out.setdefault("summary", {})[subject] = summary(runs)
+        print(f"  {subject:<24}" + "".join(f"{r['ratio']:>7.3f}" for r in runs)
+              + f"   between {s['between']:6.1%}   half move {s['half_move_mean']:+6.1%}"
+                f" (|move| {s['half_move_abs_mean']:5.1%})")
+    path = settings.RESULTS / f"executions-{out['date'].replace(':', '')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    print(f"\nwritten to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
