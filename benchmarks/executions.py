@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import random
 import statistics
 from typing import Any
 
+from benchmarks.study import save, spread
 from benchmarks.suite import OPERATION, Suite, design_from_env
 from lab import settings
 from lab.stack import running_lab
@@ -51,11 +51,6 @@ def execution(times: dict[str, list[float]], subject: str, per_cycle: dict[str, 
                                                             halves(times[baseline], per_cycle[baseline]),
                                                             strict=True))
     return {"ratio": ratio_of_medians(times[subject], times[baseline]), "first_half": first, "second_half": second}
-
-
-def spread(values: list[float]) -> float:
-    """(max - min) / median: the README's spread."""
-    return (max(values) - min(values)) / statistics.median(values)
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -102,10 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {subject:<24}" + "".join(f"{r['ratio']:>7.3f}" for r in runs)
               + f"   between {s['between']:6.1%}   half move {s['half_move_mean']:+6.1%}"
                 f" (|move| {s['half_move_abs_mean']:5.1%})")
-    path = settings.RESULTS / f"executions-{out['date'].replace(':', '')}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
-    print(f"\nwritten to {path}")
+    save("executions", out)
     return 0
 
 
