@@ -24,41 +24,32 @@ import random
 import statistics
 from typing import Any
 
-from benchmarks.study import save, spread
+from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
-from lab import settings
+from lab import runs, settings
 from lab.stack import running_lab
 
 DEFAULT_SUBJECTS = ("grpc/node_grpcjs", "graphql/node_yoga", "grpc/go_grpc", "grpc/python_grpcio")
 
 
-def halves(times: list[float], per_cycle: int) -> tuple[list[float], list[float]]:
-    """A subject's timed calls (cycle-major, per_cycle a cycle) split into the
-    first and second half of the cycles."""
-    cycles = len(times) // per_cycle
-    cut = cycles // 2 * per_cycle
-    return times[:cut], times[cut:cycles * per_cycle]
+def execution(times: dict[str, list[float]], design: dict[str, Any]) -> dict[str, float]:
+    """One execution's ratio of medians of its one subject to `direct`, and
+    that of the first and of the second half of its cycles (design:
+    Design.describe(); an unfinished last cycle is left out of the halves)."""
+    first = runs.cycles_taken({"first_half": times}, design, lambda c, n: c < n // 2)
+    second = runs.cycles_taken({"second_half": times}, design, lambda c, n: c >= n // 2)
+    found = runs.ratios({"ratio": times, **first, **second}, design, "medians")
+    return {key: next(iter(by_subject.values())) for key, by_subject in found.items()}
 
 
-def ratio_of_medians(subject: list[float], baseline: list[float]) -> float:
-    return statistics.median(subject) / statistics.median(baseline)
-
-
-def execution(times: dict[str, list[float]], subject: str, per_cycle: dict[str, int],
-              baseline: str = "direct") -> dict[str, Any]:
-    """One execution's ratio of medians, and that of each half of its cycles."""
-    first, second = (ratio_of_medians(s, b) for s, b in zip(halves(times[subject], per_cycle[subject]),
-                                                            halves(times[baseline], per_cycle[baseline]),
-                                                            strict=True))
-    return {"ratio": ratio_of_medians(times[subject], times[baseline]), "first_half": first, "second_half": second}
-
-
-def summary(runs: list[dict[str, Any]]) -> dict[str, float]:
-    """Across one subject's executions: the spread of their ratios, and the mean
-    move from the first half to the second (signed, and absolute) of one execution."""
-    moves = [(r["second_half"] - r["first_half"]) / r["ratio"] for r in runs]
-    return {"between": spread([r["ratio"] for r in runs]), "half_move_mean": statistics.fmean(moves),
-            "half_move_abs_mean": statistics.fmean(abs(m) for m in moves)}
+def summary(executions: list[dict[str, Any]]) -> dict[str, float]:
+    """Across one subject's executions: the spread (max − min) / median of their
+    ratios, and the mean move from one execution's first half to its second
+    (signed, and absolute), in parts of its ratio."""
+    between = runs.spread([e["ratio"] for e in executions])
+    moves = [(e["second_half"] - e["first_half"]) / e["ratio"] for e in executions]
+    return {"between": (between["high"] - between["low"]) / between["median"],
+            "half_move_mean": statistics.fmean(moves), "half_move_abs_mean": statistics.fmean(abs(m) for m in moves)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings.measuring()
     design = design_from_env()
-    per_cycle = design.per_cycle([*args.subjects, design.baseline])
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                            "operation": args.operation, "design": design.describe(),
                            "load_before": os.getloadavg(), "executions": {s: [] for s in args.subjects}}
@@ -84,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = suite.run(args.operation)
                 if result.errors:
                     raise SystemExit(f"{subject}: {result.errors}")
-                run = {**execution(result.times, subject, per_cycle, design.baseline),
+                run = {**execution(result.times, design.describe()),
                        "service_cpu_us": result.cpu_us[subject].get("service"), "seconds": round(result.seconds, 1)}
             out["executions"][subject].append(run)
             print(f"execution {rep + 1} {subject:<24} ratio {run['ratio']:.3f} (halves {run['first_half']:.3f}"
@@ -92,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     out["load_after"] = os.getloadavg()
     print(f"\n{args.operation}: ratio of medians to {design.baseline} per process execution; between = spread "
           "(max − min) / median; half move = second half − first half of one execution, ÷ its ratio")
-    for subject, runs in out["executions"].items():
-        s = out.setdefault("summary", {})[subject] = summary(runs)
-        print(f"  {subject:<24}" + "".join(f"{r['ratio']:>7.3f}" for r in runs)
+    for subject, done in out["executions"].items():
+        s = out.setdefault("summary", {})[subject] = summary(done)
+        print(f"  {subject:<24}" + "".join(f"{r['ratio']:>7.3f}" for r in done)
               + f"   between {s['between']:6.1%}   half move {s['half_move_mean']:+6.1%}"
                 f" (|move| {s['half_move_abs_mean']:5.1%})")
     save("executions", out)

@@ -114,11 +114,6 @@ def cause(calls: dict[str, Callable[[], Any]], names: list[str], n: int, reps: i
     return found
 
 
-def spread(values: list[float]) -> float:
-    """(max - min) / median: the README's spread of a ratio across repetitions."""
-    return (max(values) - min(values)) / statistics.median(values)
-
-
 def save(kind: str, out: dict[str, Any]) -> None:
     """Write a study's results to results/<kind>-<date>.json, and say where."""
     path = settings.RESULTS / f"{kind}-{out['date'].replace(':', '')}.json"
@@ -194,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             ", ".join(f"{s.split('/')[0]} {v:.0f}" for s, v in rep["median_us"].items()) for rep in reps) + ")")
         for subject in reps[0]["ratio"]:
             values = [rep["ratio"][subject] for rep in reps]
-            print(f"  {subject:<28}" + "".join(f"{v:>7.2f}" for v in values) + f"   spread {spread(values):6.1%}")
+            spread = (max(values) - min(values)) / statistics.median(values)
+            print(f"  {subject:<28}" + "".join(f"{v:>7.2f}" for v in values) + f"   spread {spread:6.1%}")
     save("study", out)
     return 0
 

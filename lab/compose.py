@@ -428,22 +428,21 @@ class ComposeStack:
         self.timings["build_s"] = round(time.monotonic() - t0, 2)
         self.timings["build_s_each"] = each
 
-    def remove_left_networks(self) -> list[str]:
+    def remove_left_networks(self) -> None:
         """Remove the networks earlier lab stacks left on this daemon (down)
         that no container uses: each holds a subnet of the daemon's address pool.
         Only on a daemon the lab started, which runs no other stack: on a shared
         one, another lab's network could be between its creation and its first
         container."""
         if not self.d.owned:
-            return []
+            return
         got = self.d.docker("network", "ls", "--filter", "label=com.docker.compose.project",
                             "--format", "{{.Name}}", timeout=30, check=False)
         left = [n for n in got.stdout.split() if n.startswith(f"{DEFAULT_PREFIX}-")]
-        removed = [n for n in left if self.d.docker("network", "rm", n, timeout=60, check=False).returncode == 0]
-        self.networks_removed = removed
-        if removed:
-            print(f"protolab: removed networks earlier stacks left: {', '.join(removed)}", flush=True)
-        return removed
+        self.networks_removed = [n for n in left
+                                 if self.d.docker("network", "rm", n, timeout=60, check=False).returncode == 0]
+        if self.networks_removed:
+            print(f"protolab: removed networks earlier stacks left: {', '.join(self.networks_removed)}", flush=True)
 
     def up(self) -> None:
         self.remove_left_networks()

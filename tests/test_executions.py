@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.executions import execution, halves, summary
+from benchmarks.executions import execution, summary
 
-
-def test_halves_split_by_cycles_and_drop_an_unfinished_cycle() -> None:
-    # 5 whole cycles of 2 calls and one call of a sixth: halves of 2 cycles and 3
-    times = [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6.0]
-    assert halves(times, 2) == ([1, 1, 2, 2], [3, 3, 4, 4, 5, 5])
+DESIGN = {"block": 1, "baseline_visits": 4}  # Design.describe(): the subject once a cycle, direct four times
 
 
 def test_an_execution_settling_on_the_way_shows_in_its_halves() -> None:
-    # the baseline steady at 1 ms (4 calls a cycle); the subject 4 ms for 50 cycles, then 3 ms
-    baseline = [0.001] * 400
-    subject = [0.004] * 50 + [0.003] * 50
-    got = execution({"s": subject, "direct": baseline}, "s", {"s": 1, "direct": 4})
+    # direct steady at 1 ms; the subject 4 ms for 50 cycles, then 3 ms
+    times = {"s": [0.004] * 50 + [0.003] * 50, "direct": [0.001] * 400}
+    got = execution(times, DESIGN)
     assert got["first_half"] == pytest.approx(4.0)
     assert got["second_half"] == pytest.approx(3.0)
     assert got["ratio"] == pytest.approx(3.5)  # the median of 50 × 4 ms and 50 × 3 ms
+
+
+def test_the_halves_leave_out_an_unfinished_cycle() -> None:
+    # 5 whole cycles and the subject's call of a sixth (direct had not come yet): halves of 2 cycles and 3;
+    # the stray 9 ms call is in the whole execution's ratio only
+    times = {"s": [0.002, 0.002, 0.004, 0.004, 0.004, 0.009], "direct": [0.001] * 20}
+    got = execution(times, DESIGN)
+    assert got["first_half"] == pytest.approx(2.0)
+    assert got["second_half"] == pytest.approx(4.0)
+    assert got["ratio"] == pytest.approx(4.0)
 
 
 def test_summary_separates_spread_between_executions_from_moves_within_one() -> None:
