@@ -2,7 +2,7 @@
 service was measured? The experiment behind the README's "Not only the
 machine", reproducible:
 
-    .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert] [SUBJECT ...]
+    .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert] [--twins] [SUBJECT ...]
 
 Each execution starts the subject's service and a database afresh
 (lab.stack.running_lab) and measures it against `direct` exactly as the
@@ -13,6 +13,14 @@ ratio of medians in every execution and in each half of its cycles, the
 spread between executions, and how far the halves of one execution moved
 (a runtime still settling moves one way; noise both). Results:
 results/executions-<date>.json.
+
+With --twins each execution runs a second process of the subject beside the
+first (lab.stack.second_process: the same build, database and design, the
+two measured interleaved as any two subjects are), and prints the ratio of
+the first to the second with its 99 % interval, paired by cycle: whatever the
+machine does lands on both, so a ratio away from 1 beyond its interval is the
+process, not the moment. Executions that differ while their twins agree are
+the moment.
 """
 
 from __future__ import annotations
@@ -22,34 +30,52 @@ import datetime
 import os
 import random
 import statistics
+from contextlib import nullcontext
 from typing import Any
 
 from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
 from lab import runs, settings
-from lab.stack import running_lab
+from lab.stack import running_lab, second_process
 
 DEFAULT_SUBJECTS = ("grpc/node_grpcjs", "graphql/node_yoga", "grpc/go_grpc", "grpc/python_grpcio")
 
 
-def execution(times: dict[str, list[float]], design: dict[str, Any]) -> dict[str, float]:
-    """One execution's ratio of medians of its one subject to `direct`, and
-    that of the first and of the second half of its cycles (design:
+def execution(times: dict[str, list[float]], design: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per subject of one execution: its ratio of medians to `direct`, and that
+    of the first and of the second half of its cycles (design:
     Design.describe(); an unfinished last cycle is left out of the halves)."""
     first = runs.cycles_taken({"first_half": times}, design, lambda c, n: c < n // 2)
     second = runs.cycles_taken({"second_half": times}, design, lambda c, n: c >= n // 2)
     found = runs.ratios({"ratio": times, **first, **second}, design, "medians")
-    return {key: next(iter(by_subject.values())) for key, by_subject in found.items()}
+    return {subject: {key: by_subject[subject] for key, by_subject in found.items()} for subject in found["ratio"]}
+
+
+def twin_ratio(ranking: dict[str, Any], subject: str, twin: str) -> dict[str, Any]:
+    """subject ÷ twin, paired by cycle, with its interval, from the suite's ranking (lab.statistics.rank)."""
+    pair = next(p for p in ranking["pairs"] if {p["a"], p["b"]} == {subject, twin})
+    low, high = pair["ci"]
+    if pair["a"] == subject:
+        return {"ratio": pair["ratio"], "ci": [low, high]}
+    return {"ratio": 1 / pair["ratio"], "ci": [1 / high, 1 / low]}
 
 
 def summary(executions: list[dict[str, Any]]) -> dict[str, float]:
     """Across one subject's executions: the spread (max − min) / median of their
     ratios, and the mean move from one execution's first half to its second
-    (signed, and absolute), in parts of its ratio."""
+    (signed, and absolute), in parts of its ratio. With twins: the spread of
+    the first process ÷ the second across executions, and in how many of them
+    that ratio's interval excluded 1."""
     between = runs.spread([e["ratio"] for e in executions])
     moves = [(e["second_half"] - e["first_half"]) / e["ratio"] for e in executions]
-    return {"between": (between["high"] - between["low"]) / between["median"],
-            "half_move_mean": statistics.fmean(moves), "half_move_abs_mean": statistics.fmean(abs(m) for m in moves)}
+    out = {"between": (between["high"] - between["low"]) / between["median"],
+           "half_move_mean": statistics.fmean(moves), "half_move_abs_mean": statistics.fmean(abs(m) for m in moves)}
+    twins = [e["twin"] for e in executions if "twin" in e]
+    if twins:
+        apart = runs.spread([t["ratio"] for t in twins])
+        out["twin_between"] = (apart["high"] - apart["low"]) / apart["median"]
+        out["twin_apart"] = sum(1 for t in twins if t["ci"][0] > 1 or t["ci"][1] < 1)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executions", type=int, default=4, help="process executions per subject")
     parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
     parser.add_argument("--seed", type=int, default=1, help="of the executions' order")
+    parser.add_argument("--twins", action="store_true", help="a second process of the subject beside the first")
     args = parser.parse_args(argv)
     settings.measuring()
     design = design_from_env()
@@ -69,16 +96,24 @@ def main(argv: list[str] | None = None) -> int:
         order = list(args.subjects)
         rng.shuffle(order)
         for subject in order:
-            with running_lab(names=[subject]) as lab:
-                suite = Suite(lab, lab.client, {args.operation: [subject, design.baseline]}, True, design)
+            with running_lab(names=[subject]) as lab, \
+                    (second_process(lab, subject) if args.twins else nullcontext()) as twin:
+                subjects = [subject, *([twin] if twin else []), design.baseline]
+                suite = Suite(lab, lab.client, {args.operation: subjects}, True, design)
                 result = suite.run(args.operation)
                 if result.errors:
                     raise SystemExit(f"{subject}: {result.errors}")
-                run = {**execution(result.times, design.describe()),
-                       "service_cpu_us": result.cpu_us[subject].get("service"), "seconds": round(result.seconds, 1)}
+                per = execution(result.times, design.describe())
+                run = {**per[subject], "service_cpu_us": result.cpu_us[subject].get("service"),
+                       "seconds": round(result.seconds, 1)}
+                if twin:
+                    run["twin"] = {**twin_ratio(result.ranking, subject, twin), "to_direct": per[twin]["ratio"],
+                                   "service_cpu_us": result.cpu_us[twin].get("service")}
             out["executions"][subject].append(run)
             print(f"execution {rep + 1} {subject:<24} ratio {run['ratio']:.3f} (halves {run['first_half']:.3f}"
-                  f" → {run['second_half']:.3f}), service CPU {run['service_cpu_us'] or 0:,.0f} µs/op", flush=True)
+                  f" → {run['second_half']:.3f}), service CPU {run['service_cpu_us'] or 0:,.0f} µs/op"
+                  + (f"; its twin {run['twin']['to_direct']:.3f}, first ÷ second {run['twin']['ratio']:.3f}"
+                     f" ({run['twin']['ci'][0]:.3f}–{run['twin']['ci'][1]:.3f})" if twin else ""), flush=True)
     out["load_after"] = os.getloadavg()
     print(f"\n{args.operation}: ratio of medians to {design.baseline} per process execution; between = spread "
           "(max − min) / median; half move = second half − first half of one execution, ÷ its ratio")
@@ -86,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         s = out.setdefault("summary", {})[subject] = summary(done)
         print(f"  {subject:<24}" + "".join(f"{r['ratio']:>7.3f}" for r in done)
               + f"   between {s['between']:6.1%}   half move {s['half_move_mean']:+6.1%}"
-                f" (|move| {s['half_move_abs_mean']:5.1%})")
+                f" (|move| {s['half_move_abs_mean']:5.1%})"
+              + (f"   twins: first ÷ second spread {s['twin_between']:5.1%}, {s['twin_apart']} of {len(done)}"
+                 " beyond their interval" if "twin_between" in s else ""))
     save("executions", out)
     return 0
 

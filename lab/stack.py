@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from clients import check_health, connect
@@ -153,3 +153,27 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
             lab.processes[name] = process
         stack.callback(setattr, lab, "closing", True)  # runs first on the way out
         yield lab
+
+
+@contextmanager
+def second_process(lab: Lab, name: str) -> Iterator[str]:
+    """Another process of `name`, already running in the native `lab`, on the same
+    database, known to `lab` as f"{name}#2" for as long as the block runs (the
+    study of process executions measures the two side by side, so that the
+    machine's moments land on both and only the process differs)."""
+    if lab.mode != "native":
+        raise ValueError("a second process of a service is started in native mode only")
+    impl = lab.implementation(name)
+    twin = replace(impl, name=f"{name}#2")
+    owned: list[Process] = []
+    with tempfile.TemporaryDirectory(prefix="protolab-logs-") as logs, ExitStack() as stack:  # stopped, then removed
+        stack.callback(stop_all, owned)
+        process, endpoint = _start_native([impl], lab.database, Path(logs), [None], owned)[name]
+        lab.implementations.append(twin)
+        lab.endpoints[twin.name], lab.pids[twin.name], lab.processes[twin.name] = endpoint, process.pid, process
+        try:
+            yield twin.name
+        finally:
+            lab.implementations.remove(twin)
+            for known in (lab.endpoints, lab.pids, lab.processes):
+                known.pop(twin.name, None)

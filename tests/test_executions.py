@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.executions import execution, summary
+from benchmarks.executions import execution, summary, twin_ratio
 
 DESIGN = {"block": 1, "baseline_visits": 4}  # Design.describe(): the subject once a cycle, direct four times
 
@@ -12,7 +12,7 @@ DESIGN = {"block": 1, "baseline_visits": 4}  # Design.describe(): the subject on
 def test_an_execution_settling_on_the_way_shows_in_its_halves() -> None:
     # direct steady at 1 ms; the subject 4 ms for 50 cycles, then 3 ms
     times = {"s": [0.004] * 50 + [0.003] * 50, "direct": [0.001] * 400}
-    got = execution(times, DESIGN)
+    got = execution(times, DESIGN)["s"]
     assert got["first_half"] == pytest.approx(4.0)
     assert got["second_half"] == pytest.approx(3.0)
     assert got["ratio"] == pytest.approx(3.5)  # the median of 50 × 4 ms and 50 × 3 ms
@@ -22,7 +22,7 @@ def test_the_halves_leave_out_an_unfinished_cycle() -> None:
     # 5 whole cycles and the subject's call of a sixth (direct had not come yet): halves of 2 cycles and 3;
     # the stray 9 ms call is in the whole execution's ratio only
     times = {"s": [0.002, 0.002, 0.004, 0.004, 0.004, 0.009], "direct": [0.001] * 20}
-    got = execution(times, DESIGN)
+    got = execution(times, DESIGN)["s"]
     assert got["first_half"] == pytest.approx(2.0)
     assert got["second_half"] == pytest.approx(4.0)
     assert got["ratio"] == pytest.approx(4.0)
@@ -36,3 +36,31 @@ def test_summary_separates_spread_between_executions_from_moves_within_one() -> 
     assert s["between"] == pytest.approx(0.8 / 4.0)
     assert s["half_move_mean"] == pytest.approx((-0.4 / 4.0 - 0.2 / 3.6 + 0.0) / 3)
     assert s["half_move_abs_mean"] == pytest.approx((0.4 / 4.0 + 0.2 / 3.6) / 3)
+
+
+def test_an_execution_with_a_twin_gives_each_process_its_own_ratio() -> None:
+    times = {"s": [0.004] * 10, "s#2": [0.005] * 10, "direct": [0.001] * 40}
+    got = execution(times, DESIGN)
+    assert got["s"]["ratio"] == pytest.approx(4.0)
+    assert got["s#2"]["ratio"] == pytest.approx(5.0)
+    assert set(got) == {"s", "s#2"}
+
+
+def test_twin_ratio_is_first_over_second_whichever_order_the_ranking_holds_them_in() -> None:
+    ranking = {"pairs": [{"a": "s#2", "b": "s", "ratio": 0.8, "ci": [0.5, 1.0]},
+                         {"a": "s", "b": "direct", "ratio": 4.0, "ci": [3.9, 4.1]}]}
+    got = twin_ratio(ranking, "s", "s#2")
+    assert got["ratio"] == pytest.approx(1.25)
+    assert got["ci"] == pytest.approx([1.0, 2.0])
+    ranking["pairs"][0] = {"a": "s", "b": "s#2", "ratio": 0.8, "ci": [0.5, 1.0]}
+    assert twin_ratio(ranking, "s", "s#2") == {"ratio": 0.8, "ci": [0.5, 1.0]}
+
+
+def test_summary_counts_the_twins_whose_interval_excludes_one() -> None:
+    runs = [{"ratio": 4.0, "first_half": 4.0, "second_half": 4.0, "twin": {"ratio": 1.00, "ci": [0.98, 1.02]}},
+            {"ratio": 4.0, "first_half": 4.0, "second_half": 4.0, "twin": {"ratio": 1.10, "ci": [1.05, 1.15]}},
+            {"ratio": 4.0, "first_half": 4.0, "second_half": 4.0, "twin": {"ratio": 0.95, "ci": [0.90, 0.99]}}]
+    s = summary(runs)
+    assert s["twin_apart"] == 2
+    assert s["twin_between"] == pytest.approx(0.15 / 1.00)
+    assert "twin_between" not in summary([{k: v for k, v in r.items() if k != "twin"} for r in runs])
