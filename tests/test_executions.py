@@ -1,10 +1,14 @@
-"""benchmarks/executions.py's arithmetic, on synthetic timings with known answers."""
+"""benchmarks/executions.py's arithmetic, on synthetic timings with known answers; and the second
+process of a service its --twins mode measures, for real."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from benchmarks.executions import execution, summary, twin_ratio
+from lab.stack import second_process
 
 DESIGN = {"block": 1, "baseline_visits": 4}  # Design.describe(): the subject once a cycle, direct four times
 
@@ -64,3 +68,24 @@ def test_summary_counts_the_twins_whose_interval_excludes_one() -> None:
     assert s["twin_apart"] == 2
     assert s["twin_between"] == pytest.approx(0.15 / 1.00)
     assert "twin_between" not in summary([{k: v for k, v in r.items() if k != "twin"} for r in runs])
+
+
+def test_a_second_process_serves_the_same_database_beside_the_first_and_stops_with_its_block(lab, seeded) -> None:
+    if lab.mode != "native":
+        pytest.skip("a second process of a service is started in native mode only")
+    name = "rest/python_flask"
+    with second_process(lab, name) as twin:
+        assert twin == f"{name}#2"
+        pid = lab.pids[twin]
+        assert pid != lab.pids[name] and lab.endpoints[twin] != lab.endpoints[name]
+        first, second = lab.client(name), lab.client(twin)
+        try:
+            page = second.list(5, 10)
+            assert len(page) == 5 and page == first.list(5, 10)
+        finally:
+            first.close()
+            second.close()
+    assert twin not in lab.pids and twin not in lab.endpoints
+    assert [i.name for i in lab.implementations].count(name) == 1 and lab.exited() == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
