@@ -1,6 +1,6 @@
 """Does a subject's ratio to `direct` depend on which process execution of its
-service was measured? The experiment behind the README's "Not only the
-machine", reproducible:
+service was measured? The experiment behind the README's "Or the service's
+own process?", reproducible:
 
     .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert] [--twins] [SUBJECT ...]
 
