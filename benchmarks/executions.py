@@ -19,8 +19,8 @@ first (lab.stack.second_process: the same build, database and design, the
 two measured interleaved as any two subjects are), and prints the ratio of
 the first to the second with its 99 % interval, paired by cycle: whatever the
 machine does lands on both, so a ratio away from 1 beyond its interval is the
-process, not the moment. Executions that differ while their twins agree are
-the moment.
+process, not the moment. Executions that differ while their twins agree
+differ in what both processes share: the moment, the database, the client.
 """
 
 from __future__ import annotations
