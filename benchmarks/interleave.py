@@ -17,11 +17,11 @@ each visit at its own random place in the cycle: it is the denominator of
 every ratio, so its sampling error moves all of them at once, and it is the
 cheapest subject to sample (see README, "How many cycles a ±3 % ratio needs").
 
-Before the measured cycles every subject gets untimed warm-up calls, one
-after another: `warmup` each, or the number its manifest asks for
+Before the measured cycles every subject gets untimed warm-up calls,
+round-robin (one call of each in turn): `warmup` each, or the number its manifest asks for
 (`[bench] warmup_calls`: the Node.js services ask for 6,000, since V8 keeps
 speeding them up for about 5,000 fetch-one calls here), at most
-`warmup_max_s` seconds a subject. Then `settle_cycles` untimed cycles exactly
+`warmup_max_s` seconds of its own calls a subject. Then `settle_cycles` untimed cycles exactly
 like the measured ones. Both are counted in calls, not seconds, so every run
 gives every subject the same history whatever the machine's speed that hour
 (a runtime that tiers up or resizes its heap by what it has executed reaches
@@ -146,12 +146,25 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                 between(name, results)
         return took
 
-    warmed = {}
-    for name in calls:
-        started = time.monotonic()
-        asked = (warmup or {}).get(name, design.warmup)
-        made = untimed(name, asked, design.warmup_max_s)
-        warmed[name] = {"calls": made, "asked": asked, "seconds": round(time.monotonic() - started, 1)}
+    # Warm-up round-robin: one call of each subject in turn (one that has its count, or has used up its
+    # warmup_max_s of its own calls' time, drops out), so no subject sits idle for minutes while the others
+    # warm. Warmed one after another, a Node.js service warmed earlier read 2-7 % slower than the same
+    # service warmed later (README, "Or the service's own process?").
+    asked = {name: (warmup or {}).get(name, design.warmup) for name in calls}
+    warmed = {name: {"calls": 0, "asked": asked[name], "seconds": 0.0} for name in calls}
+    warming = [name for name in calls if asked[name] > 0]
+    while warming:
+        for name in list(warming):
+            started = time.monotonic()
+            untimed(name, 1)
+            row = warmed[name]
+            row["calls"] += 1
+            row["seconds"] += time.monotonic() - started
+            if row["calls"] >= asked[name] or (design.warmup_max_s is not None and
+                                               row["seconds"] >= design.warmup_max_s):
+                warming.remove(name)
+    for row in warmed.values():
+        row["seconds"] = round(row["seconds"], 1)
     started = time.monotonic()
     for _ in range(design.settle_cycles):
         cycle(False)

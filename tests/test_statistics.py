@@ -211,6 +211,22 @@ def test_warm_up_is_counted_per_subject_and_settling_in_fixed_cycles():
     assert f"slow ({warm['slow']['calls']:,} of 1,000 calls)" in line
 
 
+def test_warm_up_goes_round_robin_and_a_subject_drops_out_when_warmed():
+    """No subject waits idle while another warms: the warm-up calls alternate,
+    and one that has its count (or its time) stops while the others go on."""
+    from benchmarks.interleave import Design, measure
+    seen: list[str] = []
+
+    def call(name):
+        return lambda: seen.append(name)
+    calls = {"a": call("a"), "b": call("b"), "c": call("c")}
+    design = Design(blocks=1, discard=0, warmup=2, settle_cycles=0)
+    m = measure(calls, design, seed=3, warmup={"b": 4})
+    warm_up = seen[:2 + 4 + 2]
+    assert warm_up == ["a", "b", "c", "a", "b", "c", "b", "b"]
+    assert {n: w["calls"] for n, w in m.settle["warmup"].items()} == {"a": 2, "b": 4, "c": 2}
+
+
 def test_an_oversampled_baseline_narrows_every_ratio_to_it():
     """Known answer: a/direct = 2, the baseline the noisier (as `direct`, the
     cheapest subject, is here). With the baseline sampled 4x per cycle the
