@@ -18,11 +18,11 @@ every ratio, so its sampling error moves all of them at once, and it is the
 cheapest subject to sample (see README, "How many cycles a ±3 % ratio needs").
 
 Before the measured cycles every subject gets untimed warm-up calls,
-round-robin (one call of each in turn): `warmup` each, or the number its manifest asks for
-(`[bench] warmup_calls`: the Node.js services ask for 6,000, since V8 keeps
-speeding them up for about 5,000 fetch-one calls here), at most
-`warmup_max_s` seconds of its own calls a subject. Then `settle_cycles` untimed cycles exactly
-like the measured ones. Both are counted in calls, not seconds, so every run
+round-robin (one call of each in turn): `warmup` each, or the number its
+manifest asks for (`[bench] warmup_calls`: the Node.js services ask for
+6,000, since V8 keeps speeding them up for about 5,000 fetch-one calls
+here), at most `warmup_max_s` seconds of its own calls a subject. Then
+`settle_cycles` untimed cycles exactly like the measured ones. Both are counted in calls, not seconds, so every run
 gives every subject the same history whatever the machine's speed that hour
 (a runtime that tiers up or resizes its heap by what it has executed reaches
 the same state). An earlier rule settled by time (untimed cycles until no
