@@ -116,9 +116,9 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
     cpu: dict[str, dict[str, int]] = {name: {} for name in calls}
     wall: dict[str, int] = dict.fromkeys(calls, 0)
 
-    def untimed(name: str, n: int, limit_s: float | None = None) -> int:
+    def untimed(name: str, n: int) -> int:
         after = None if after_untimed is None else lambda result: after_untimed(name, result)
-        return untimed_calls(calls[name], n, limit_s, after)
+        return untimed_calls(calls[name], n, after=after)
 
     order = [name for name in calls for _ in range(design.visits(name))]
 
