@@ -24,7 +24,8 @@ a load average of ~18 (each run records its time in context.push.seconds).
 --quick (tests, a first look): 1 s Timeplus windows at
 batch 1, 50, 400 and 1, 10, 60 subscriptions, 2 s Pathan windows at 10 and
 100 clients; about 2 minutes. Runs are interleaved: each point on every
-implementation in turn. Events, latency and CPU are counted over the window;
+implementation in turn. Events, latency and CPU are counted over the window
+(a message read after its end is not counted: the client's summary);
 errors (a subscription not answered by the run's end is one) over the whole
 run.
 

@@ -109,7 +109,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "push-client:", err)
 		os.Exit(1)
 	}
-	summarize(results, *seconds, window)
+	summarize(results, *seconds, window, window+int64(*seconds*1e6))
 }
 
 // received: a client that got no message and no error in the whole run (its
@@ -342,11 +342,13 @@ func write(path string, results [][]sample) error {
 }
 
 // summarize prints one JSON line: messages and events received in the window
-// (from window, unix µs, for seconds), events per second of the window,
+// [start, end) (unix µs; a message read after end is not counted: the run's
+// deadline closes the connection a moment late on a busy machine, and what
+// arrives meanwhile is past the window), events per second of the window,
 // their latency in ms (mean, standard deviation, percentiles), clients that
 // got at least one message, errors by kind over the whole run (the raw CSV,
 // warm-up included, is the record).
-func summarize(results [][]sample, seconds float64, window int64) {
+func summarize(results [][]sample, seconds float64, start, end int64) {
 	var latencies []float64
 	events := 0.0
 	errors := map[string]int{}
@@ -354,7 +356,7 @@ func summarize(results [][]sample, seconds float64, window int64) {
 	for _, samples := range results {
 		got := false
 		for _, s := range samples {
-			inside := s.at >= window
+			inside := start <= s.at && s.at < end
 			switch {
 			case s.metric == "lab_latency":
 				got = true
@@ -398,6 +400,7 @@ func summarize(results [][]sample, seconds float64, window int64) {
 	kinds, _ := json.Marshal(errors)
 	fmt.Printf("{\"messages\": %d, \"events\": %.0f, \"events_per_s\": %.1f, \"receiving_clients\": %d, "+
 		"\"errors\": %d, \"errors_by_kind\": %s, \"latency_ms\": {\"mean\": %.3f, \"sd\": %.3f, \"p50\": %.3f, "+
-		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d}\n",
-		len(latencies), events, events/seconds, receiving, total, kinds, mean, sd, q(0.5), q(0.95), q(0.99), q(1), window)
+		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d, \"window_end_us\": %d}\n",
+		len(latencies), events, events/seconds, receiving, total, kinds, mean, sd, q(0.5), q(0.95), q(0.99), q(1),
+		start, end)
 }
