@@ -59,6 +59,20 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.testing()
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    """The session's fixtures are torn down (the lab stops) even when another
+    plugin's sessionfinish fails before pytest's own teardown runs. pytest-benchmark
+    writes its JSON and says so first; to a closed pipe (Ctrl-C on `make bench |
+    tee log` stops tee as well) that raises BrokenPipeError, and pytest skipped the
+    teardown, then hung at exit on the clients' threads with every service up.
+    After pytest's own teardown there is nothing left to do here."""
+    try:
+        return (yield)
+    finally:
+        session._setupstate.teardown_exact(None)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without workers)
         for path in _lock_files(os.getpid()):

@@ -108,6 +108,44 @@ def test_a_failing_test_still_stops_the_lab(tmp_path):
     assert _wait_gone(pids) == []
 
 
+def test_a_plugin_failing_at_the_end_of_the_session_still_stops_the_lab(tmp_path):
+    # A session stopped mid-test leaves the session's fixtures to pytest's sessionfinish. pytest-benchmark's
+    # sessionfinish runs first and reports its JSON; to a closed pipe (`make bench | tee` stopped with Ctrl-C)
+    # that raises, before pytest's own teardown. A thread left running, as a client's reader thread is until the
+    # client is closed, then held the interpreter at exit, and the session's processes with it.
+    done = tmp_path / "torn-down"
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(f"""
+        import threading
+        import pytest
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_sessionfinish(session):
+            raise BrokenPipeError(32, "Broken pipe")
+            yield
+
+        @pytest.fixture(scope="session")
+        def reader():
+            stop = threading.Event()
+            threading.Thread(target=stop.wait).start()  # not a daemon
+            yield
+            stop.set()
+            open({str(done)!r}, "w").write("yes")
+    """))
+    (tmp_path / "test_end.py").write_text(textwrap.dedent("""
+        import os, signal, time
+
+        def test_stopped(reader):  # stopped mid-test, as by Ctrl-C or a runner's SIGTERM
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+    """))
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "lab.testing", "-p", "no:cacheprovider", "-q",
+                             str(tmp_path / "test_end.py")],
+                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
+    assert "KeyboardInterrupt" in result.stdout, result.stdout + result.stderr  # lab.testing's SIGTERM handler
+    assert result.returncode != 0
+    assert done.read_text() == "yes", result.stdout + result.stderr
+
+
 def test_distinct_free_ports_for_services_started_together():
     from lab.processes import free_ports
     ports = free_ports(300)
