@@ -21,6 +21,13 @@ the first to the second with its 99 % interval, paired by cycle: whatever the
 machine does lands on both, so a ratio away from 1 beyond its interval is the
 process, not the moment. Executions that differ while their twins agree
 differ in what both processes share: the moment, the database, the client.
+
+With --two-databases (fetch-one, fetch-100) the second process runs on a
+second database of its own, seeded alike, and `direct` is measured on both
+("direct#2" on the second), all interleaved: the second database's `direct`
+÷ the first's says whether two database processes at the same moment differ,
+and the twin's ratio is taken to its own database's `direct`. Executions that
+move while the two databases agree move with the moment, not the database.
 """
 
 from __future__ import annotations
@@ -30,13 +37,15 @@ import datetime
 import os
 import random
 import statistics
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
-from lab import runs, settings
-from lab.stack import running_lab, second_process
+from lab import dataset, runs, settings
+from lab.database import database
+from lab.stack import Lab, running_lab, second_process
 
 DEFAULT_SUBJECTS = ("grpc/node_grpcjs", "graphql/node_yoga", "grpc/go_grpc", "grpc/python_grpcio")
 
@@ -65,17 +74,43 @@ def summary(executions: list[dict[str, Any]]) -> dict[str, float]:
     ratios, and the mean move from one execution's first half to its second
     (signed, and absolute), in parts of its ratio. With twins: the spread of
     the first process ÷ the second across executions, and in how many of them
-    that ratio's interval excluded 1."""
+    that ratio's interval excluded 1; with two databases, the same of the second
+    database's `direct` ÷ the first's (db_between, db_apart)."""
     between = runs.spread([e["ratio"] for e in executions])
     moves = [(e["second_half"] - e["first_half"]) / e["ratio"] for e in executions]
     out = {"between": (between["high"] - between["low"]) / between["median"],
            "half_move_mean": statistics.fmean(moves), "half_move_abs_mean": statistics.fmean(abs(m) for m in moves)}
-    twins = [e["twin"] for e in executions if "twin" in e]
-    if twins:
-        apart = runs.spread([t["ratio"] for t in twins])
-        out["twin_between"] = (apart["high"] - apart["low"]) / apart["median"]
-        out["twin_apart"] = sum(1 for t in twins if t["ci"][0] > 1 or t["ci"][1] < 1)
+    for key, prefix in (("twin", "twin"), ("databases", "db")):  # first ÷ second process; second ÷ first database
+        pairs = [e[key] for e in executions if key in e]
+        if pairs:
+            apart = runs.spread([t["ratio"] for t in pairs])
+            out[f"{prefix}_between"] = (apart["high"] - apart["low"]) / apart["median"]
+            out[f"{prefix}_apart"] = sum(1 for t in pairs if t["ci"][0] > 1 or t["ci"][1] < 1)
     return out
+
+
+@contextmanager
+def beside(lab: Lab, subject: str, operation: str, how: str) -> Iterator[tuple[list[str], Callable[[str], Any]]]:
+    """What is measured beside `subject` and `direct` in one execution (how: "alone",
+    "twins" or "two-databases"), and the client of each subject's name."""
+    if how == "alone":
+        yield [], lab.client
+        return
+    if how == "twins":
+        with second_process(lab, subject) as twin:
+            yield [twin], lab.client
+        return
+    op = OPERATION[operation]
+    if op.creates:  # the suite clears the first database only
+        raise SystemExit("--two-databases: fetch-one or fetch-100")
+    with database() as db, second_process(lab, subject, db) as twin:
+        other = Lab(mode=lab.mode, database=db, implementations=[])
+        store = other.store()
+        try:
+            dataset.reset(store.games, op.seed, indexes=op.indexes)  # as Suite.run seeds the first
+        finally:
+            store.close()
+        yield [twin, "direct#2"], lambda name: other.client("direct") if name == "direct#2" else lab.client(name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
     parser.add_argument("--seed", type=int, default=1, help="of the executions' order")
     parser.add_argument("--twins", action="store_true", help="a second process of the subject beside the first")
+    parser.add_argument("--two-databases", action="store_true",
+                        help="the second process on a second database, with direct on both")
     args = parser.parse_args(argv)
+    how = "two-databases" if args.two_databases else "twins" if args.twins else "alone"
     settings.measuring()
     design = design_from_env()
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -96,24 +134,30 @@ def main(argv: list[str] | None = None) -> int:
         order = list(args.subjects)
         rng.shuffle(order)
         for subject in order:
-            with running_lab(names=[subject]) as lab, \
-                    (second_process(lab, subject) if args.twins else nullcontext()) as twin:
-                subjects = [subject, *([twin] if twin else []), design.baseline]
-                suite = Suite(lab, lab.client, {args.operation: subjects}, True, design)
+            with running_lab(names=[subject]) as lab, beside(lab, subject, args.operation, how) as (extra, client_of):
+                subjects = [subject, *extra, design.baseline]
+                suite = Suite(lab, client_of, {args.operation: subjects}, True, design)
                 result = suite.run(args.operation)
                 if result.errors:
                     raise SystemExit(f"{subject}: {result.errors}")
                 per = execution(result.times, design.describe())
                 run = {**per[subject], "service_cpu_us": result.cpu_us[subject].get("service"),
                        "seconds": round(result.seconds, 1)}
-                if twin:
-                    run["twin"] = {**twin_ratio(result.ranking, subject, twin), "to_direct": per[twin]["ratio"],
+                if extra:
+                    twin = extra[0]  # its ratio to its own database's direct
+                    own = per["direct#2"]["ratio"] if "direct#2" in per else 1.0
+                    run["twin"] = {**twin_ratio(result.ranking, subject, twin), "to_direct": per[twin]["ratio"] / own,
                                    "service_cpu_us": result.cpu_us[twin].get("service")}
+                if "direct#2" in extra:
+                    run["databases"] = twin_ratio(result.ranking, "direct#2", design.baseline)
             out["executions"][subject].append(run)
             print(f"execution {rep + 1} {subject:<24} ratio {run['ratio']:.3f} (halves {run['first_half']:.3f}"
                   f" → {run['second_half']:.3f}), service CPU {run['service_cpu_us'] or 0:,.0f} µs/op"
                   + (f"; its twin {run['twin']['to_direct']:.3f}, first ÷ second {run['twin']['ratio']:.3f}"
-                     f" ({run['twin']['ci'][0]:.3f}–{run['twin']['ci'][1]:.3f})" if twin else ""), flush=True)
+                     f" ({run['twin']['ci'][0]:.3f}–{run['twin']['ci'][1]:.3f})" if extra else "")
+                  + (f"; second database's direct ÷ first's {run['databases']['ratio']:.3f}"
+                     f" ({run['databases']['ci'][0]:.3f}–{run['databases']['ci'][1]:.3f})"
+                     if "databases" in run else ""), flush=True)
     out["load_after"] = os.getloadavg()
     print(f"\n{args.operation}: ratio of medians to {design.baseline} per process execution; between = spread "
           "(max − min) / median; half move = second half − first half of one execution, ÷ its ratio")
@@ -123,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
               + f"   between {s['between']:6.1%}   half move {s['half_move_mean']:+6.1%}"
                 f" (|move| {s['half_move_abs_mean']:5.1%})"
               + (f"   twins: first ÷ second spread {s['twin_between']:5.1%}, {s['twin_apart']} of {len(done)}"
-                 " beyond their interval" if "twin_between" in s else ""))
+                 " beyond their interval" if "twin_between" in s else "")
+              + (f"; databases: second ÷ first spread {s['db_between']:5.1%}, {s['db_apart']} beyond"
+                 if "db_between" in s else ""))
     save("executions", out)
     return 0
 

@@ -156,11 +156,11 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
 
 
 @contextmanager
-def second_process(lab: Lab, name: str) -> Iterator[str]:
+def second_process(lab: Lab, name: str, db: Database | None = None) -> Iterator[str]:
     """Another process of `name`, already running in the native `lab`, on the same
-    database, known to `lab` as f"{name}#2" for as long as the block runs (the
-    study of process executions measures the two side by side, so that the
-    machine's moments land on both and only the process differs)."""
+    database (or on `db`), known to `lab` as f"{name}#2" for as long as the block
+    runs (the study of process executions measures the two side by side, so that
+    the machine's moments land on both and only the process differs)."""
     if lab.mode != "native":
         raise ValueError("a second process of a service is started in native mode only")
     impl = lab.implementation(name)
@@ -168,7 +168,7 @@ def second_process(lab: Lab, name: str) -> Iterator[str]:
     owned: list[Process] = []
     with tempfile.TemporaryDirectory(prefix="protolab-logs-") as logs, ExitStack() as stack:  # stopped, then removed
         stack.callback(stop_all, owned)
-        process, endpoint = _start_native([impl], lab.database, Path(logs), [None], owned)[name]
+        process, endpoint = _start_native([impl], db or lab.database, Path(logs), [None], owned)[name]
         lab.implementations.append(twin)
         lab.endpoints[twin.name], lab.pids[twin.name], lab.processes[twin.name] = endpoint, process.pid, process
         try:

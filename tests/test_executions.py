@@ -1,5 +1,5 @@
 """benchmarks/executions.py's arithmetic, on synthetic timings with known answers; and the second
-process of a service its --twins mode measures, for real."""
+process of a service its --twins mode measures, and the second database of --two-databases, for real."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from benchmarks.executions import execution, summary, twin_ratio
+from benchmarks.executions import beside, execution, summary, twin_ratio
+from benchmarks.suite import FETCH_ID
+from contract.errors import NOT_FOUND, ContractError
 from lab.stack import second_process
 
 DESIGN = {"block": 1, "baseline_visits": 4}  # Design.describe(): the subject once a cycle, direct four times
@@ -70,6 +72,15 @@ def test_summary_counts_the_twins_whose_interval_excludes_one() -> None:
     assert "twin_between" not in summary([{k: v for k, v in r.items() if k != "twin"} for r in runs])
 
 
+def test_summary_counts_the_databases_whose_direct_differs() -> None:
+    runs = [{"ratio": 4.0, "first_half": 4.0, "second_half": 4.0, "databases": {"ratio": r, "ci": ci}}
+            for r, ci in ((1.02, [1.01, 1.03]), (0.98, [0.96, 1.00]), (1.00, [0.99, 1.01]))]
+    s = summary(runs)
+    assert s["db_apart"] == 1
+    assert s["db_between"] == pytest.approx(0.04 / 1.00)
+    assert "twin_between" not in s
+
+
 def test_a_second_process_serves_the_same_database_beside_the_first_and_stops_with_its_block(lab, seeded) -> None:
     if lab.mode != "native":
         pytest.skip("a second process of a service is started in native mode only")
@@ -89,3 +100,30 @@ def test_a_second_process_serves_the_same_database_beside_the_first_and_stops_wi
     assert [i.name for i in lab.implementations].count(name) == 1 and lab.exited() == []
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_two_databases_the_second_process_and_direct_2_use_a_database_of_their_own(lab, seeded) -> None:
+    if lab.mode != "native":
+        pytest.skip("a second process of a service is started in native mode only")
+    name = "rest/python_flask"
+    with beside(lab, name, "fetch-one", "two-databases") as (extra, client_of):
+        twin, direct = extra
+        assert direct == "direct#2"
+        pid = lab.pids[twin]
+        clients = [client_of(n) for n in (name, twin, direct, "direct")]
+        first, second, second_db, first_db = clients
+        try:
+            assert second.get(FETCH_ID) == first.get(FETCH_ID) == second_db.get(FETCH_ID)  # seeded alike
+            second_db.delete(FETCH_ID)  # in the second database only
+            with pytest.raises(ContractError) as raised:
+                second.get(FETCH_ID)
+            assert raised.value.code == NOT_FOUND
+            assert first.get(FETCH_ID)["id"] == FETCH_ID and first_db.get(FETCH_ID)["id"] == FETCH_ID
+        finally:
+            for client in clients:
+                client.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(SystemExit):
+        with beside(lab, name, "insert", "two-databases"):
+            pass
