@@ -2,7 +2,7 @@
 service was measured? The experiment behind the README's "Or the service's
 own process?", reproducible:
 
-    .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert] [--twins] [SUBJECT ...]
+    .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert] [--twins | --two-databases] [SUBJECT ...]
 
 Each execution starts the subject's service and a database afresh
 (lab.stack.running_lab) and measures it against `direct` exactly as the
