@@ -2,7 +2,8 @@
 service was measured? The experiment behind the README's "Or the service's
 own process?", reproducible:
 
-    .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert] [--twins | --two-databases] [SUBJECT ...]
+    .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert]
+                                              [--twins | --two-databases] [SUBJECT ...]
 
 Each execution starts the subject's service and a database afresh
 (lab.stack.running_lab) and measures it against `direct` exactly as the
@@ -124,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the second process on a second database, with direct on both")
     args = parser.parse_args(argv)
     how = "two-databases" if args.two_databases else "twins" if args.twins else "alone"
+    if how == "two-databases" and OPERATION[args.operation].creates:
+        parser.error("--two-databases measures fetch-one or fetch-100 (the suite clears the first database only)")
     settings.measuring()
     design = design_from_env()
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
