@@ -22,13 +22,14 @@ round-robin (one call of each in turn): `warmup` each, or the number its
 manifest asks for (`[bench] warmup_calls`: the Node.js services ask for
 6,000, since V8 keeps speeding them up for about 5,000 fetch-one calls
 here), at most `warmup_max_s` seconds of its own calls a subject. Then
-`settle_cycles` untimed cycles exactly like the measured ones. Both are counted in calls, not seconds, so every run
-gives every subject the same history whatever the machine's speed that hour
-(a runtime that tiers up or resizes its heap by what it has executed reaches
-the same state). An earlier rule settled by time (untimed cycles until no
-ratio to the baseline still fell by 2 % a 20 s window): it settled runs for
-different lengths and so left Node.js services at different points of their
-speed-up (README, "Warmed by count, not by time").
+`settle_cycles` untimed cycles exactly like the measured ones. Both are
+counted in calls, not seconds, so every run gives every subject the same
+history whatever the machine's speed that hour (a runtime that tiers up or
+resizes its heap by what it has executed reaches the same state). An
+earlier rule settled by time (untimed cycles until no ratio to the baseline
+still fell by 2 % a 20 s window): it settled runs for different lengths and
+so left Node.js services at different points of their speed-up (README,
+"Warmed by count, not by time").
 
 Hooks run outside the timed windows: after every untimed call, and after
 every block (the insert benchmark deletes what it created there, so every
