@@ -16,7 +16,15 @@ neighbour's compile by up to ~2x.
 
 The calibration is the best of seven short loops: it sees the machine's peak
 speed for a small pure-Python loop, and missed a machine whose CPU per
-operation rose 20 % between runs (it moved -4.6 %). So the guard also reads
+operation rose 20 % between runs (it moved -4.6 %). And one probe lasts
+~0.2 s, while this machine's vCPUs flip between two speeds in spells of
+seconds (~95 and ~168 µs, README "Noise guard"): one probe before and one
+after a run was a coin toss. So a snapshot takes SAMPLES probes SPACING s
+apart and keeps the fastest (the machine's fast state, within ~1.5 % in
+back-to-back snapshots where the median of nine moved by 12 %), every
+sample, and the share of them more than SLOW × slower than the fastest
+(recorded, not flagged: nine samples cannot measure a share). A machine
+slow through a whole snapshot still moves its fastest. The guard also reads
 the run's own workload: the baseline's (direct's) median over the last fifth
 of each operation's cycles against the first fifth (`drift`), flagged beyond
 DRIFT_THRESHOLD.
@@ -33,6 +41,9 @@ from lab import interpreter
 THRESHOLD = float(os.environ.get("LAB_NOISE_THRESHOLD", "0.10"))
 DRIFT_THRESHOLD = float(os.environ.get("LAB_DRIFT_THRESHOLD", "0.05"))
 DRIFT_SHARE = 0.2
+SAMPLES = int(os.environ.get("LAB_NOISE_SAMPLES", "9"))
+SPACING = 0.5  # seconds between two probes: ~6 s a snapshot, spanning a spell or two
+SLOW = 1.3     # a probe this much slower than the snapshot's fastest fell in a slow spell
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
@@ -46,9 +57,20 @@ def cpu_counters() -> dict[str, int]:
     return {name: int(v) for name, v in zip(_FIELDS, values, strict=False)}
 
 
-def snapshot() -> dict[str, Any]:
-    probe = interpreter.probe()
-    return {"time": time.time(), "calibration_us": probe.get("calibration_us"),
+def snapshot(samples: int = SAMPLES, spacing: float = SPACING) -> dict[str, Any]:
+    """The machine now: the fastest of `samples` calibration probes `spacing` s
+    apart (each sample kept, and the share in slow spells), the load average
+    and the CPU counters."""
+    taken = []
+    for i in range(max(samples, 1)):
+        if i:
+            time.sleep(spacing)
+        value = interpreter.probe().get("calibration_us")
+        if value:
+            taken.append(value)
+    fastest = min(taken, default=None)
+    slow = sum(t > SLOW * fastest for t in taken) / len(taken) if taken else None
+    return {"time": time.time(), "calibration_us": fastest, "calibration_samples": taken, "slow_share": slow,
             "loadavg": list(os.getloadavg()), "cpu_ticks": cpu_counters()}
 
 
@@ -96,12 +118,20 @@ def verdict(before: dict[str, Any], after: dict[str, Any], threshold: float = TH
     return out
 
 
+def _spread(snap: dict[str, Any]) -> str:
+    """' (fastest of 9 probes, 44 % of them in slow spells)'."""
+    taken = snap.get("calibration_samples") or []
+    if len(taken) < 2:
+        return ""
+    return f" (fastest of {len(taken)} probes, {snap.get('slow_share', 0) * 100:.0f} % of them in slow spells)"
+
+
 def describe(guard: dict[str, Any]) -> str:
     """One line for the terminal and the report."""
     b, a = guard.get("before", {}), guard.get("after", {})
     parts = []
     if "calibration_change" in guard:
-        parts.append(f"calibration {b.get('calibration_us')} → {a.get('calibration_us')} µs "
+        parts.append(f"calibration {b.get('calibration_us')}{_spread(b)} → {a.get('calibration_us')}{_spread(a)} µs "
                      f"({guard['calibration_change']:+.1%})")
     if b.get("loadavg") and a.get("loadavg"):
         parts.append(f"load average {b['loadavg'][0]:.1f} → {a['loadavg'][0]:.1f}")
