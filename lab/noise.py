@@ -20,8 +20,8 @@ operation rose 20 % between runs (it moved -4.6 %). And one probe lasts
 ~0.2 s, while this machine's vCPUs flip between two speeds in spells of
 seconds (~95 and ~168 µs, README "Noise guard"): one probe before and one
 after a run was a coin toss. So a snapshot takes SAMPLES probes SPACING s
-apart and keeps the fastest (the machine's fast state, within ~1.5 % in
-back-to-back snapshots where the median of nine moved by 12 %), every
+apart and keeps the fastest (the machine's fast state: 92.8-94.2 µs in
+three back-to-back snapshots whose medians of nine read 102-126 µs), every
 sample, and the share of them more than SLOW × slower than the fastest
 (recorded, not flagged: nine samples cannot measure a share). A machine
 slow through a whole snapshot still moves its fastest. The guard also reads
