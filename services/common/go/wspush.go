@@ -28,6 +28,10 @@ type WSSession struct {
 
 	mu   sync.Mutex
 	subs map[string]*wsSubscription
+	// ending: a feed that ended by itself, its end (or error) message not yet
+	// sent. It is out of subs (a new subscription to it is taken), and an
+	// unsubscribe meanwhile waits for that message, so none follows its reply.
+	ending map[string]*wsSubscription
 }
 
 type wsSubscription struct {
@@ -40,7 +44,7 @@ const pushTimeout = 5 * time.Second
 
 // Open registers a new connection (it receives broadcasts from now on).
 func (h *WSHandler) Open(conn WSConn) *WSSession {
-	s := &WSSession{h: h, conn: conn, subs: map[string]*wsSubscription{}}
+	s := &WSSession{h: h, conn: conn, subs: map[string]*wsSubscription{}, ending: map[string]*wsSubscription{}}
 	h.mu.Lock()
 	if h.sessions == nil {
 		h.sessions = map[*WSSession]struct{}{}
@@ -172,8 +176,16 @@ func (s *WSSession) run(ctx context.Context, feed string, stream *Stream, runnin
 	s.mu.Lock()
 	if s.subs[feed] == running {
 		delete(s.subs, feed)
+		s.ending[feed] = running
 	}
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.ending[feed] == running {
+			delete(s.ending, feed)
+		}
+		s.mu.Unlock()
+	}()
 	var event string
 	var data []byte
 	switch {
@@ -207,8 +219,12 @@ func (s *WSSession) unsubscribe(feed any) error {
 	s.mu.Lock()
 	running := s.subs[name]
 	delete(s.subs, name)
+	ending := s.ending[name]
 	s.mu.Unlock()
 	if running == nil { // never subscribed, or its feed ended
+		if ending != nil {
+			<-ending.done // its end message before this reply, not after
+		}
 		return Errorf(InvalidArgument, "not subscribed to feed %s", pyRepr(name))
 	}
 	running.cancel()
