@@ -4,6 +4,7 @@ session, started and stopped here, and one connected client per implementation."
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import tempfile
@@ -94,8 +95,12 @@ ONE_WORKER = {
 }
 
 
-def scope_of(nodeid: str) -> str:
-    """The unit of work a test is scheduled in: its ONE_WORKER group, or itself."""
+def scope_of(nodeid: str, alone: frozenset[str] = frozenset()) -> str:
+    """The unit of work a test is scheduled in: "alone" for the tests marked so
+    (one after another on one worker, so the others wait for them once), its
+    ONE_WORKER group, or itself."""
+    if nodeid in alone:
+        return "alone"
     file = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     return next((group for group, files in ONE_WORKER.items() if file in files), nodeid)
 
@@ -107,11 +112,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
     class OneWorkerGroups(LoadScopeScheduling):
+        alone: frozenset[str] | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
+            if self.alone is None:  # every worker has collected (and written the list) by now
+                listed = _lock_files(os.getpid())[2]
+                self.alone = frozenset(json.loads(listed.read_text())) if listed.exists() else frozenset()
+            return scope_of(nodeid, self.alone)
 
     config.option.loadscopereorder = True
     return OneWorkerGroups(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A worker tells the controller's scheduler which tests are marked `alone`
+    (the controller collects nothing; its scheduler sees node ids only), before
+    xdist reports the collection finished."""
+    if hasattr(session.config, "workerinput"):
+        listed = _lock_files(os.getppid())[2]
+        ids = [item.nodeid for item in session.items if item.get_closest_marker("alone") is not None]
+        partial = listed.with_suffix(f".{os.getpid()}")
+        partial.write_text(json.dumps(ids))
+        partial.replace(listed)  # every worker writes the same list; a reader never sees half of one
 
 
 # A test marked `alone` (1,000 k6 clients against one service) makes a claim
@@ -121,36 +144,50 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 # exclusive; a gate in front keeps the other workers from starting new tests
 # while an `alone` test waits for theirs to end (flock alone would let the
 # shared holders starve it). Without xdist, nothing to wait for.
-def _lock_files(controller: int) -> tuple[Path, Path]:
-    """(gate, lock) of the run whose controller has this pid."""
+def _lock_files(controller: int) -> tuple[Path, Path, Path]:
+    """(gate, lock, the alone tests' node ids) of the run whose controller has this pid."""
     base = Path(tempfile.gettempdir()) / f"protolab-tests-{controller}"
-    return base.with_suffix(".gate"), base.with_suffix(".lock")
+    return base.with_suffix(".gate"), base.with_suffix(".lock"), base.with_suffix(".alone")
+
+
+def _alone(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("alone") is not None
+
+
+_held: list[Any] = []  # this worker's open (gate, lock) while it holds them across alone tests
 
 
 @contextmanager
-def _turn(item: pytest.Item) -> Iterator[None]:
+def _turn(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     if not hasattr(item.config, "workerinput"):
         yield
         return
-    gate_file, lock_file = _lock_files(os.getppid())  # the controller's, removed at its end
-    exclusive = item.get_closest_marker("alone") is not None
-    with open(gate_file, "a") as gate, open(lock_file, "a") as lock:
+    exclusive = _alone(item)
+    if not _held:
+        gate_file, lock_file, _ = _lock_files(os.getppid())  # the controller's, removed at its end
+        gate, lock = open(gate_file, "a"), open(lock_file, "a")
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         finally:
             if not exclusive:
                 fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)
+        _held[:] = [gate, lock]
+    try:
+        yield
+    finally:
+        # The alone tests run one after another (their own unit of work): the
+        # lock is kept from one to the next, so the others wait once, not each time.
+        if not (exclusive and _alone(nextitem)):
+            for f in reversed(_held):
+                fcntl.flock(f, fcntl.LOCK_UN)
+                f.close()
+            _held.clear()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    with _turn(item):
+    with _turn(item, nextitem):
         return (yield)
 
 

@@ -19,20 +19,20 @@ def _record(name, seconds):
     start = time.monotonic()
     time.sleep(seconds)
     with open(os.environ["INTERVALS"], "a") as f:
-        f.write(json.dumps([name, start, time.monotonic()]) + "\\n")
+        f.write(json.dumps([name, start, time.monotonic(), os.environ.get("PYTEST_XDIST_WORKER")]) + "\\n")
 
 @pytest.mark.parametrize("i", range(6))
 def test_beside(i):
     _record(f"beside{i}", 0.4)
 
 @pytest.mark.alone
-@pytest.mark.parametrize("i", range(2))
+@pytest.mark.parametrize("i", range(3))
 def test_alone(i):
     _record(f"alone{i}", 0.6)
 '''
 
 
-def run(tmp_path: Path, workers: int) -> dict[str, tuple[float, float]]:
+def run(tmp_path: Path, workers: int) -> dict[str, tuple[float, float, str]]:
     (tmp_path / "test_sample.py").write_text(BODY)
     (tmp_path / "conftest.py").write_text(
         'import os\npytest_plugins = ["lab.testing"]\n'
@@ -47,7 +47,7 @@ def run(tmp_path: Path, workers: int) -> dict[str, tuple[float, float]]:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [json.loads(line) for line in intervals.read_text().splitlines()]
-    return {name: (start, end) for name, start, end in rows}
+    return {name: (start, end, worker) for name, start, end, worker in rows}
 
 
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -56,13 +56,18 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 def test_an_alone_test_runs_beside_no_other_and_the_rest_still_run_side_by_side(tmp_path):
     got = run(tmp_path, workers=3)
-    assert len(got) == 8
+    assert len(got) == 9
     alone = [v for k, v in got.items() if k.startswith("alone")]
     beside = [v for k, v in got.items() if k.startswith("beside")]
     for a in alone:
         assert not any(overlap(a, other) for other in got.values() if other is not a), got
     # the others did run in parallel (so the check above could have failed)
     assert any(overlap(x, y) for i, x in enumerate(beside) for y in beside[i + 1:]), got
+    # the alone tests are one unit of work: one worker runs them one after another,
+    # nothing else between them (the others wait for them once, not once each)
+    assert len({got[f"alone{i}"][2] for i in range(3)}) == 1, got
+    first, last = min(a[0] for a in alone), max(a[1] for a in alone)
+    assert not any(first < v[0] < last for v in beside), got
     # the lock's files were used, and removed at the end
     controller = (tmp_path / "controller").read_text()
     assert not list(Path(tempfile.gettempdir()).glob(f"protolab-tests-{controller}.*"))

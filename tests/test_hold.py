@@ -151,24 +151,29 @@ def k6_binary():
 @pytest.mark.alone  # a claim about the service, not about a machine shared with two test workers
 @pytest.mark.parametrize("name", WS_HOLDING)
 def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, name):
-    """1,000 k6 WebSocket clients, each on its own connection for 10 s after it opens, one
-    request every 4 s, the first at a random moment within 4 s of the connection
-    opening (sent at once, 1,000 first requests arrived within about a second:
-    in make test at 23:40 and 23:54 UTC on 2026-11-25, the machine at half its
-    usual speed, socket.io and ws/node_ws, each pinned to one CPU beside the
-    database, answered 340-561 of them DEADLINE_EXCEEDED, their 5 s database
-    budget spent queueing: a burst limit this test does not ask about; the handshakes of all 1,000 spread
-    over at most 1.0 s in today's runs): the service holds all 1,000 at once and answers
-    every request with its reply, none with an error. (k6 gives up on a
-    handshake not answered within 60 s: "i/o timeout", a ws_error; a
-    single-threaded server on a machine loaded far past its cores can be
-    that slow to accept 1,000.)"""
+    """1,000 k6 WebSocket clients, each on its own connection with two requests 4 s
+    apart, the first at a random moment within 4 s of the connection opening (one
+    request only when its reply comes 4 s or more after the opening: 1 of 1,000 in
+    a run); the connection closes at the last reply, 4-8 s after it opened. The service
+    holds all 1,000 at once (the handshakes of all 1,000 spread over at most 1 s
+    in the runs of 2026-11-25/26) and answers every request with its reply, none
+    with an error. (Until 2026-11-28 each stayed 10 s, three or four requests, and
+    the five of these tests held make test's other workers ~80 s.)
+
+    Why the first requests are spread: sent at once, 1,000 first requests arrived
+    within about a second; in make test at 23:40 and 23:54 UTC on 2026-11-25, the
+    machine at half its usual speed, socket.io and ws/node_ws, each pinned to one
+    CPU beside the database, answered 340-561 of them DEADLINE_EXCEEDED, their 5 s
+    database budget spent queueing: a burst limit this test does not ask about.
+    (k6 gives up on a handshake not answered within 60 s: "i/o timeout", a
+    ws_error; a single-threaded server on a machine loaded far past its cores can
+    be that slow to accept 1,000.)"""
     from load import k6, operations
     protocol = lab.implementation(name).protocol
     plan = {"target": lab.endpoints[name], "request": operations.request(protocol, lab.endpoints[name], "fetch-one"),
             "executor": {"executor": "per-vu-iterations", "vus": 1000, "iterations": 1,
                          "maxDuration": "120s"},
-            "duration_s": 10, "think_ms": 4_000, "first_spread_ms": 4_000, "timeout": "10s"}
+            "duration_s": 4, "think_ms": 4_000, "first_spread_ms": 4_000, "timeout": "10s"}
     # Pinned as the load sweep is (load/pinning.py): the service and the
     # database on one CPU, k6's 1,000 connections on the other.
     from load import pinning
@@ -207,4 +212,6 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, 
     assert samples.errors.get("DEADLINE_EXCEEDED", 0) <= samples.ops_total // 100, samples.errors
     assert samples.connect.get_total_count() == 1000
     assert peak >= 1000
-    assert samples.ops_total >= 1000 * 2
+    # every client's requests answered (an unanswered one is an error above, "unanswered"),
+    # at least one each; the rare DEADLINE_EXCEEDED is an answer too
+    assert samples.ops_total + samples.errors.get("DEADLINE_EXCEEDED", 0) >= 1000
