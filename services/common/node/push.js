@@ -155,7 +155,11 @@ async function runChanges(store, sub, open, deliver, stopped) {
   const stopTimer = setInterval(() => { if (stopped()) stream.close().catch(() => {}); }, 200);
   try {
     await open();
-    let change = first;
+    let change = await first.catch((err) => {
+      if (stopped() || stream.closed) return null;
+      throw err;
+    });
+    if (change === null && (stopped() || stream.closed)) return { stopped: true };
     for (;;) {
       if (stopped()) return { stopped: true };
       if (change) {

@@ -149,17 +149,29 @@ export class Store {
   }
 
   /** The games collection's change stream (push.md `changes`), opened: resolves once the
-   * database has accepted it, with the first change if one was already there. */
+   * database has accepted it, with `first`, a promise of its first change (or null).
+   * The driver opens a stream lazily, at its first tryNext(): the aggregate, then, with
+   * no change yet, a getMore the server holds up to its maxAwaitTimeMS (1 s). The
+   * aggregate's answer carries the stream's resume token (resumeTokenChanged): the
+   * stream is open then, and the subscription is confirmed without waiting out that
+   * getMore (it took 1,005-1,025 ms to confirm against 2-16 ms on the Go and Python
+   * services, 2026-11-28). A change in the aggregate's own batch resolves it too. */
   async watch(resumeToken) {
     const options = { fullDocument: 'updateLookup' };
     if (resumeToken !== undefined) options.resumeAfter = { _data: resumeToken };
     const stream = this.games.watch([], options);
+    let tokened;
+    const opened = new Promise((resolve) => { tokened = resolve; stream.once('resumeTokenChanged', resolve); });
+    const first = stream.tryNext();
+    first.catch(() => {}); // handled where it is awaited; not an unhandled rejection if it never is
     try {
-      const first = await stream.tryNext(); // runs the aggregate: the stream is open
+      await Promise.race([first, opened]);
       return { stream, first };
     } catch (err) {
       await stream.close().catch(() => {});
       throw err;
+    } finally {
+      stream.off('resumeTokenChanged', tokened);
     }
   }
 
