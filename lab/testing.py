@@ -131,7 +131,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     xdist reports the collection finished."""
     if hasattr(session.config, "workerinput"):
         listed = _lock_files(os.getppid())[2]
-        ids = [item.nodeid for item in session.items if item.get_closest_marker("alone") is not None]
+        ids = [item.nodeid for item in session.items if _alone(item)]
         partial = listed.with_suffix(f".{os.getpid()}")
         partial.write_text(json.dumps(ids))
         partial.replace(listed)  # every worker writes the same list; a reader never sees half of one

@@ -155,13 +155,13 @@ async function runChanges(store, sub, open, deliver, stopped) {
   const stopTimer = setInterval(() => { if (stopped()) stream.close().catch(() => {}); }, 200);
   try {
     await open();
-    let change = await first.catch((err) => {
-      if (stopped() || stream.closed) return null;
-      throw err;
-    });
-    if (change === null && (stopped() || stream.closed)) return { stopped: true };
+    let next = first; // the first change (or null: none yet), then each stream.next()
     for (;;) {
-      if (stopped()) return { stopped: true };
+      const change = await next.catch((err) => {
+        if (stopped() || stream.closed) return null;
+        throw err;
+      });
+      if (stopped() || (change === null && stream.closed)) return { stopped: true };
       if (change) {
         const data = changeMessage(change);
         if (data === null) {
@@ -170,11 +170,7 @@ async function runChanges(store, sub, open, deliver, stopped) {
         await deliver(change._id._data, data);
         sent += 1;
       }
-      change = await stream.next().catch((err) => {
-        if (stopped() || stream.closed) return null;
-        throw err;
-      });
-      if (change === null && (stopped() || stream.closed)) return { stopped: true };
+      next = stream.next();
     }
   } catch (err) {
     return { error: new ContractError('UNAVAILABLE', `the change stream failed: ${err.message}`) };
