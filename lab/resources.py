@@ -69,7 +69,9 @@ def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
 
 
 class Sampler:
-    """CPU % of one core and RSS of each named process tree, every `interval` s."""
+    """CPU % of one core and RSS of each named process tree, every `interval` s
+    and once more at the end (so a run shorter than `interval`, or one whose
+    sampling thread a loaded machine held back, still has a reading of each)."""
 
     def __init__(self, pids: dict[str, int], interval: float = 1.0):
         self.pids = dict(pids)
@@ -78,29 +80,34 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="protolab-sampler", daemon=True)
         self._start_cpu: dict[str, float] = {}
+        self._last: dict[str, tuple[float, float]] = {}
         self._start = 0.0
         self.elapsed = 0.0
         self.cpu_s: dict[str, float] = {}
 
+    def _sample(self) -> None:
+        for name, pid in self.pids.items():
+            now, cpu = time.monotonic(), cpu_seconds(pid)
+            t0, c0 = self._last[name]
+            percent = 100.0 * (cpu - c0) / (now - t0) if now > t0 else 0.0
+            self.samples[name].append((now, percent, rss_bytes(pid)))
+            self._last[name] = (now, cpu)
+
     def _run(self) -> None:
-        last = {n: (time.monotonic(), cpu_seconds(p)) for n, p in self.pids.items()}
         while not self._stop.wait(self.interval):
-            for name, pid in self.pids.items():
-                now, cpu = time.monotonic(), cpu_seconds(pid)
-                t0, c0 = last[name]
-                percent = 100.0 * (cpu - c0) / (now - t0) if now > t0 else 0.0
-                self.samples[name].append((now, percent, rss_bytes(pid)))
-                last[name] = (now, cpu)
+            self._sample()
 
     def __enter__(self) -> Sampler:
         self._start = time.monotonic()
         self._start_cpu = {n: cpu_seconds(p) for n, p in self.pids.items()}
+        self._last = {n: (self._start, c) for n, c in self._start_cpu.items()}
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self._sample()
         self.elapsed = time.monotonic() - self._start
         self.cpu_s = {n: cpu_seconds(p) - self._start_cpu[n] for n, p in self.pids.items()}
 

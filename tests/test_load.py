@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -97,6 +98,26 @@ def test_a_generators_cpu_and_peak_rss_come_from_the_kernels_account_at_exit():
         assert run.cpu_s is not None and run.cpu_s > 0
     finally:
         run.cleanup()
+
+
+def test_a_service_sampled_over_a_run_shorter_than_the_interval_still_has_its_rss_and_cpu():
+    """The Sampler reads each process once more when the run ends: a 1 s load run
+    on a loaded machine (four test workers) once had no reading of its service
+    at all, and reported its peak RSS as 0 B. Here a real process that holds
+    64 MiB and spins, sampled for 0.3 s at a 10 s interval."""
+    from lab.resources import Sampler
+    proc = subprocess.Popen([sys.executable, "-c", "b = b'x' * (64 << 20)\nwhile True: pass"])
+    try:
+        time.sleep(0.5)
+        with Sampler({"service": proc.pid}, interval=10.0) as sampler:
+            time.sleep(0.3)
+        got = sampler.summary()["service"]
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert got["samples"] >= 1
+    assert got["rss_max"] >= 64 << 20, got
+    assert got["cpu_s"] > 0 and sampler.samples["service"][-1][1] > 0, got
 
 
 def test_pinning_disjoint():
