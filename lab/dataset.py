@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from functools import cache
 from typing import Any
 
+from pymongo import IndexModel
 from pymongo.collection import Collection
 
 from contract.game import appid_of
@@ -35,13 +37,15 @@ def documents(selection: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def reset(collection: Collection, selection: list[dict[str, Any]], *, indexes: bool) -> None:
-    """Drop the collection and load `selection`, with or without secondary indexes."""
+    """Drop the collection and load `selection`, with or without secondary indexes.
+    The indexes come first, in one command, on the empty collection: 17 ms for
+    100 games, against 27 ms with one command per index after the games (the
+    tests' `seeded` fixture does this before hundreds of tests)."""
     collection.drop()
+    if indexes:
+        collection.create_indexes([IndexModel(field) for field in SECONDARY_INDEXES])
     if selection:
         collection.insert_many(documents(selection), ordered=True)
-    if indexes:
-        for field in SECONDARY_INDEXES:
-            collection.create_index(field)
 
 
 # The games every measurement uses, so latency and wire bytes describe the same work.
@@ -82,8 +86,8 @@ def _value_classes(path: str, value: Any) -> set[str]:
             found |= _value_classes(f"{path}.{key}", item)
         return found
     found = {f"{path}:empty" if value == "" else f"{path}:text"}
-    for name, test in _CHARACTER_CLASSES.items():
-        if any(test(ch) for ch in value):
+    for name, pattern in _CHARACTER_CLASSES.items():
+        if pattern.search(value):
             found.add(f"{path}:{name}")
     if "&" in value and ";" in value:
         found.add(f"{path}:entity")
@@ -92,11 +96,11 @@ def _value_classes(path: str, value: Any) -> set[str]:
     return found
 
 
-_CHARACTER_CLASSES = {
-    "non-ascii": lambda ch: ord(ch) > 0x7F,
-    "non-bmp": lambda ch: ord(ch) > 0xFFFF,
-    "control": lambda ch: ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0,
-    "markup": lambda ch: ch in "<>&\"'\\",
+_CHARACTER_CLASSES = {  # one regular expression each (a Python test per character took 1.7 s of _covering)
+    "non-ascii": re.compile(r"[^\x00-\x7f]"),
+    "non-bmp": re.compile(r"[\U00010000-\U0010ffff]"),
+    "control": re.compile(r"[\x00-\x1f\x7f-\x9f]"),
+    "markup": re.compile(r"[<>&\"'\\]"),
 }
 
 
