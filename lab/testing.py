@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,6 +121,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 self.alone = frozenset(json.loads(listed.read_text())) if listed.exists() else frozenset()
             return scope_of(nodeid, self.alone)
 
+        def _assign_work_unit(self, node: Any) -> None:
+            # The alone unit first (the other workers wait at their first test
+            # until it has begun: _await_the_alone_tests), then the largest first.
+            if "alone" in self.workqueue:
+                self.workqueue.move_to_end("alone", last=False)
+                _lock_files(os.getpid())[3].touch()  # before any worker has work
+            super()._assign_work_unit(node)
+
     config.option.loadscopereorder = True
     return OneWorkerGroups(config, log)
 
@@ -144,10 +153,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 # exclusive; a gate in front keeps the other workers from starting new tests
 # while an `alone` test waits for theirs to end (flock alone would let the
 # shared holders starve it). Without xdist, nothing to wait for.
-def _lock_files(controller: int) -> tuple[Path, Path, Path]:
-    """(gate, lock, the alone tests' node ids) of the run whose controller has this pid."""
+#
+# The alone tests are the first unit handed out, and the other workers' first
+# tests wait until they have begun: otherwise whatever the others drew first
+# (a 36 s Docker test, a lab's start) ran while the alone tests waited for it,
+# and the others waited all through the alone tests after it (make test,
+# 2026-11-28: the alone tests began 10 s into the run, with two workers idle).
+def _lock_files(controller: int) -> tuple[Path, Path, Path, Path, Path]:
+    """(gate, lock, the alone tests' node ids, "the scheduler handed the alone
+    tests out first", "they have begun") of the run whose controller has this pid."""
     base = Path(tempfile.gettempdir()) / f"protolab-tests-{controller}"
-    return base.with_suffix(".gate"), base.with_suffix(".lock"), base.with_suffix(".alone")
+    return tuple(base.with_suffix(f".{name}") for name in ("gate", "lock", "alone", "handed", "begun"))
+
+
+ALONE_BEGIN_S = 60.0  # the longest a worker's first test waits for the alone tests to begin
+
+
+def _await_the_alone_tests(handed: Path, begun: Path) -> None:
+    """Before a worker's first test (not an alone one): while the alone tests,
+    handed out first, have not begun, wait (at most ALONE_BEGIN_S); once they
+    have, the gate holds this worker until they end. (Under another --dist
+    than this scheduler's, nothing is handed out first: no wait.)"""
+    if not handed.exists():
+        return
+    deadline = time.monotonic() + ALONE_BEGIN_S
+    while not begun.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _alone(item: pytest.Item | None) -> bool:
@@ -155,6 +186,7 @@ def _alone(item: pytest.Item | None) -> bool:
 
 
 _held: list[Any] = []  # this worker's open (gate, lock) while it holds them across alone tests
+_ran: list[str] = []  # the node id of the first test this worker began, once it has begun one
 
 
 @contextmanager
@@ -164,7 +196,11 @@ def _turn(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         return
     exclusive = _alone(item)
     if not _held:
-        gate_file, lock_file, _ = _lock_files(os.getppid())  # the controller's, removed at its end
+        # the controller's files, removed at its end
+        gate_file, lock_file, _, handed, begun = _lock_files(os.getppid())
+        if not _ran and not exclusive:
+            _await_the_alone_tests(handed, begun)
+        _ran[:] = [item.nodeid]
         gate, lock = open(gate_file, "a"), open(lock_file, "a")
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:
@@ -172,6 +208,8 @@ def _turn(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         finally:
             if not exclusive:
                 fcntl.flock(gate, fcntl.LOCK_UN)
+        if exclusive:
+            begun.touch()
         _held[:] = [gate, lock]
     try:
         yield

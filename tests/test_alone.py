@@ -12,14 +12,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-BODY = '''
-import json, os, time, pytest
+RECORD = '''
+import json, os, time
 
 def _record(name, seconds):
     start = time.monotonic()
     time.sleep(seconds)
     with open(os.environ["INTERVALS"], "a") as f:
         f.write(json.dumps([name, start, time.monotonic(), os.environ.get("PYTEST_XDIST_WORKER")]) + "\\n")
+'''
+BODY = RECORD + '''
+import pytest
 
 @pytest.mark.parametrize("i", range(6))
 def test_beside(i):
@@ -30,15 +33,41 @@ def test_beside(i):
 def test_alone(i):
     _record(f"alone{i}", 0.6)
 '''
+# Two files of lab/testing.py's ONE_WORKER groups, each a unit larger than the
+# alone tests' (xdist hands out the largest units first).
+GROUP = RECORD + '''
+import pytest
+
+@pytest.mark.parametrize("i", range(4))
+def test_grouped(i):
+    _record(f"{__name__}{i}", 0.1)
+'''
+CONFTEST = '''
+import os, time, pytest
+pytest_plugins = ["lab.testing"]
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        open("controller", "w").write(str(os.getpid()))
+
+_first = []
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    # The worker of the alone tests comes to them late (as when its lab starts
+    # slowly): the other workers must not begin theirs meanwhile.
+    if item.get_closest_marker("alone") and not _first:
+        _first.append(item)
+        time.sleep(0.5)
+    return (yield)
+'''
 
 
 def run(tmp_path: Path, workers: int) -> dict[str, tuple[float, float, str]]:
     (tmp_path / "test_sample.py").write_text(BODY)
-    (tmp_path / "conftest.py").write_text(
-        'import os\npytest_plugins = ["lab.testing"]\n'
-        'def pytest_configure(config):\n'
-        '    if not hasattr(config, "workerinput"):\n'
-        '        open("controller", "w").write(str(os.getpid()))\n')
+    (tmp_path / "test_fuzz.py").write_text(GROUP)
+    (tmp_path / "test_faults.py").write_text(GROUP)
+    (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    alone: alone\n")
     intervals = tmp_path / "intervals.jsonl"
     env = {"INTERVALS": str(intervals), "PATH": "/usr/bin:/bin"}
@@ -55,10 +84,10 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 def test_an_alone_test_runs_beside_no_other_and_the_rest_still_run_side_by_side(tmp_path):
-    got = run(tmp_path, workers=3)
-    assert len(got) == 9
+    got = run(tmp_path, workers=2)
+    assert len(got) == 17
     alone = [v for k, v in got.items() if k.startswith("alone")]
-    beside = [v for k, v in got.items() if k.startswith("beside")]
+    beside = [v for k, v in got.items() if not k.startswith("alone")]
     for a in alone:
         assert not any(overlap(a, other) for other in got.values() if other is not a), got
     # the others did run in parallel (so the check above could have failed)
@@ -68,6 +97,9 @@ def test_an_alone_test_runs_beside_no_other_and_the_rest_still_run_side_by_side(
     assert len({got[f"alone{i}"][2] for i in range(3)}) == 1, got
     first, last = min(a[0] for a in alone), max(a[1] for a in alone)
     assert not any(first < v[0] < last for v in beside), got
+    # and they come first: handed out before the larger groups, and no other
+    # worker begins a test while their worker has yet to begin them
+    assert all(v[0] >= last for v in beside), got
     # the lock's files were used, and removed at the end
     controller = (tmp_path / "controller").read_text()
     assert not list(Path(tempfile.gettempdir()).glob(f"protolab-tests-{controller}.*"))
