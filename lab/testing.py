@@ -159,7 +159,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 # (a 36 s Docker test, a lab's start) ran while the alone tests waited for it,
 # and the others waited all through the alone tests after it (make test,
 # 2026-11-28: the alone tests began 10 s into the run, with two workers idle).
-def _lock_files(controller: int) -> tuple[Path, Path, Path, Path, Path]:
+def _lock_files(controller: int) -> tuple[Path, ...]:
     """(gate, lock, the alone tests' node ids, "the scheduler handed the alone
     tests out first", "they have begun") of the run whose controller has this pid."""
     base = Path(tempfile.gettempdir()) / f"protolab-tests-{controller}"
@@ -186,7 +186,7 @@ def _alone(item: pytest.Item | None) -> bool:
 
 
 _held: list[Any] = []  # this worker's open (gate, lock) while it holds them across alone tests
-_ran: list[str] = []  # the node id of the first test this worker began, once it has begun one
+_began: list[bool] = []  # [True] once this worker has begun a test
 
 
 @contextmanager
@@ -198,9 +198,9 @@ def _turn(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     if not _held:
         # the controller's files, removed at its end
         gate_file, lock_file, _, handed, begun = _lock_files(os.getppid())
-        if not _ran and not exclusive:
+        if not _began and not exclusive:
             _await_the_alone_tests(handed, begun)
-        _ran[:] = [item.nodeid]
+        _began[:] = [True]
         gate, lock = open(gate_file, "a"), open(lock_file, "a")
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:
