@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -117,7 +117,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _split_scope(self, nodeid: str) -> str:
             if self.alone is None:  # every worker has collected (and written the list) by now
-                listed = _lock_files(os.getpid())[2]
+                listed = _lock_files(os.getpid()).alone
                 self.alone = frozenset(json.loads(listed.read_text())) if listed.exists() else frozenset()
             return scope_of(nodeid, self.alone)
 
@@ -126,7 +126,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             # until it has begun: _await_the_alone_tests), then the largest first.
             if "alone" in self.workqueue:
                 self.workqueue.move_to_end("alone", last=False)
-                _lock_files(os.getpid())[3].touch()  # before any worker has work
+                _lock_files(os.getpid()).handed.touch()  # before any worker has work
             super()._assign_work_unit(node)
 
     config.option.loadscopereorder = True
@@ -139,7 +139,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     (the controller collects nothing; its scheduler sees node ids only), before
     xdist reports the collection finished."""
     if hasattr(session.config, "workerinput"):
-        listed = _lock_files(os.getppid())[2]
+        listed = _lock_files(os.getppid()).alone
         ids = [item.nodeid for item in session.items if _alone(item)]
         partial = listed.with_suffix(f".{os.getpid()}")
         partial.write_text(json.dumps(ids))
@@ -159,11 +159,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 # (a 36 s Docker test, a lab's start) ran while the alone tests waited for it,
 # and the others waited all through the alone tests after it (make test,
 # 2026-11-28: the alone tests began 10 s into the run, with two workers idle).
-def _lock_files(controller: int) -> tuple[Path, ...]:
-    """(gate, lock, the alone tests' node ids, "the scheduler handed the alone
-    tests out first", "they have begun") of the run whose controller has this pid."""
+class RunFiles(NamedTuple):
+    gate: Path
+    lock: Path
+    alone: Path   # the alone tests' node ids
+    handed: Path  # the scheduler handed the alone tests out first
+    begun: Path   # they have begun
+
+
+def _lock_files(controller: int) -> RunFiles:
+    """The files of the run whose controller has this pid."""
     base = Path(tempfile.gettempdir()) / f"protolab-tests-{controller}"
-    return tuple(base.with_suffix(f".{name}") for name in ("gate", "lock", "alone", "handed", "begun"))
+    return RunFiles(*(base.with_suffix(f".{name}") for name in RunFiles._fields))
 
 
 ALONE_BEGIN_S = 60.0  # the longest a worker's first test waits for the alone tests to begin
@@ -197,11 +204,11 @@ def _turn(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     exclusive = _alone(item)
     if not _held:
         # the controller's files, removed at its end
-        gate_file, lock_file, _, handed, begun = _lock_files(os.getppid())
+        files = _lock_files(os.getppid())
         if not _began and not exclusive:
-            _await_the_alone_tests(handed, begun)
+            _await_the_alone_tests(files.handed, files.begun)
         _began[:] = [True]
-        gate, lock = open(gate_file, "a"), open(lock_file, "a")
+        gate, lock = open(files.gate, "a"), open(files.lock, "a")
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
@@ -209,7 +216,7 @@ def _turn(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
             if not exclusive:
                 fcntl.flock(gate, fcntl.LOCK_UN)
         if exclusive:
-            begun.touch()
+            files.begun.touch()
         _held[:] = [gate, lock]
     try:
         yield
