@@ -182,10 +182,11 @@ def ratios(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],
     return out
 
 
-def rounds_of(path: Path) -> tuple[dict[str, dict[str, list[float]]], dict[str, Any]]:
+def rounds_of(path: Path, data: dict[str, Any] | None = None
+              ) -> tuple[dict[str, dict[str, list[float]]], dict[str, Any]]:
     """({operation: {subject: [seconds per round, ...]}}, the design) of one
-    saved run, in either format."""
-    data = json.loads(path.read_text())
+    saved run, in either format (`data`: the file already read)."""
+    data = json.loads(path.read_text()) if data is None else data
     rounds: dict[str, dict[str, list[float]]] = {}
     design: dict[str, Any] = {}
     if "benchmarks" in data:  # pytest-benchmark's --benchmark-json
@@ -203,9 +204,42 @@ def rounds_of(path: Path) -> tuple[dict[str, dict[str, list[float]]], dict[str, 
     return rounds, design
 
 
+def cpu_of(data: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+    """{operation: {subject: {process: CPU µs per operation}}} of one saved
+    run, in either format; {} where it was not recorded."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    if "benchmarks" in data:
+        for b in data["benchmarks"]:
+            subject, cpu = (b.get("params") or {}).get("subject"), (b.get("extra_info") or {}).get("cpu_us_per_op")
+            if subject and cpu:
+                out.setdefault(b["group"], {})[subject] = cpu
+    for op, rows in data.get("results", {}).items():
+        for subject, row in rows.items():
+            if row.get("cpu_us_per_op"):
+                out.setdefault(op, {})[subject] = row["cpu_us_per_op"]
+    return out
+
+
+def _cpu_line(cpus: list[dict[str, float] | None]) -> str | None:
+    """Under a ratio out of tolerance: CPU µs per operation of each process,
+    per run, so that a reader sees whether the service's own work per call
+    moved (a process in another state) or only the wall time (the machine)."""
+    if any(not c for c in cpus):
+        return None
+    parts = []
+    for process in ("service", "client", "database"):
+        values = [c.get(process) for c in cpus]  # type: ignore[union-attr]
+        if all(v is not None for v in values):
+            moved = max(values) / min(values) - 1 if min(values) > 0 else 0.0
+            parts.append(f"{process} {' / '.join(f'{v:.0f}' for v in values)} ({moved:.0%} apart)")
+    return "    CPU µs/op per run: " + "; ".join(parts) if parts else None
+
+
 def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tuple[str, bool]:
     """The runs' ratios side by side; whether every one is within tolerance of the middle."""
-    loaded = [rounds_of(p) for p in paths]  # each file read once
+    data = [json.loads(p.read_text()) for p in paths]  # each file read once
+    loaded = [rounds_of(p, d) for p, d in zip(paths, data, strict=True)]
+    cpus = [cpu_of(d) for d in data]
     medians = [{op: {s: statistics.median(r) * 1e6 for s, r in rows.items()} for op, rows in rounds.items()}
                for rounds, _ in loaded]
     runs = [ratios(rounds, design, statistic) for rounds, design in loaded]
@@ -229,6 +263,9 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
             ok &= not bad
             lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
                          + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else ""))
+            cpu = _cpu_line([c.get(op, {}).get(s) for c in cpus]) if bad else None
+            if cpu:
+                lines.append(cpu)
         if len(subjects) > 1:
             shifts, left = shared_shift([[r[op][s] for r in runs] for s in subjects])
             lines.append(f"{'(shared by all: direct moved)':<{NAME_WIDTH}}" + "".join(f"{v:>+9.1%}" for v in shifts)

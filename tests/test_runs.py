@@ -63,6 +63,26 @@ def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tm
     assert not ok and "0 of 1 ratios within ±3%: NOT all within tolerance (marked !)" in text
 
 
+def test_check_prints_each_processs_cpu_per_run_under_a_ratio_out_of_tolerance(tmp_path):
+    paths = []
+    for i, (rest, service) in enumerate([(2.0, 500.0), (2.02, 505.0), (2.2, 650.0)]):
+        run = bench_json(rest, 1.0)
+        for b in run["benchmarks"]:
+            b["extra_info"]["cpu_us_per_op"] = {"client": 300.0, "database": 100.0,
+                                                **({"service": service} if b["params"]["subject"] != "direct" else {})}
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(run))
+    text, ok = check(paths, 0.03)
+    lines = text.splitlines()
+    marked = next(i for i, line in enumerate(lines) if line.endswith(" !"))
+    assert not ok and lines[marked].startswith("rest/python_flask")
+    assert lines[marked + 1] == ("    CPU µs/op per run: service 500 / 505 / 650 (30% apart); "
+                                 "client 300 / 300 / 300 (0% apart); database 100 / 100 / 100 (0% apart)")
+    paths[2].write_text(paths[1].read_text())  # within tolerance: no CPU line
+    text, ok = check(paths, 0.03)
+    assert ok and "CPU µs/op per run" not in text
+
+
 def test_check_names_a_run_whose_direct_median_moved_past_ten_percent(tmp_path):
     paths = []
     for i, direct in enumerate([488e-6, 479e-6, 583e-6]):  # seconds, as pytest-benchmark writes them
