@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import signal
@@ -53,6 +54,8 @@ def serve(args: argparse.Namespace) -> int:
         stop.set()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, interrupted)
+    # kill -USR1 <pid>: every thread's stack on stderr, the process going on (a stop that hangs says where)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         with running_lab(args.only or None, args.lab_mode) as lab:
             db = lab.database

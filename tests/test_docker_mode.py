@@ -264,7 +264,20 @@ def test_ctrl_c_on_docker_serve_brings_the_stack_down_and_restores_the_host(
         assert lines and lines[-1].startswith("serving"), "".join(lines)
         pids = [int(p) for p in re.findall(r"\(pid (\d+)\)", "".join(lines))]
         os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            # Not down within 120 s (once in make test, 2026-11-28, with no container stopped): its
+            # threads' stacks say where it waits (lab.cli: SIGUSR1); a second Ctrl-C unwinds, restoring the host.
+            os.kill(proc.pid, signal.SIGUSR1)
+            time.sleep(1)
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                rest, _ = proc.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                rest = "(still running 90 s after a second Ctrl-C)"
+            pytest.fail("serve was not down 120 s after Ctrl-C; its output, the stacks, what a second Ctrl-C did:\n"
+                        + "".join(lines) + rest)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
