@@ -40,6 +40,17 @@ def test_missing_sweep_names_the_command(tmp_path):
     assert "run `make load`" in render(tmp_path)
 
 
+def test_the_k6_cross_check_is_shown_without_a_sweep(tmp_path):
+    _write(tmp_path, "kcheck", {"results": {"fetch-one": {"rest/python_flask": {
+        "median_us": 900, "mean_us_from_throughput": 950.0, "clock": "k6 HTTP timings (µs)"}}}})
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "native-latest.json").write_text(json.dumps(
+        {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}}))
+    text = render(tmp_path)
+    assert "run `make load`" in text
+    assert "| fetch-one | rest/python_flask | 900 | 950 | 1,800 | 2.00 |" in text
+
+
 def test_sweep_table_kcheck_and_feathers(tmp_path):
     name = "rest/python_flask"
     closed = [_row(name, 10, 5000), _row(name, 100, 40000), _row(name, 1000, 400000, valid=False)]
