@@ -222,8 +222,9 @@ def cpu_of(data: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
 
 def _cpu_line(cpus: list[dict[str, float] | None]) -> str | None:
     """Under a ratio out of tolerance: CPU µs per operation of each process,
-    per run, so that a reader sees whether the service's own work per call
-    moved (a process in another state) or only the wall time (the machine)."""
+    per run, so that a reader sees which moved: every process's work per call
+    together (the machine running the same work faster or slower), one
+    process's alone, or none (only the wall time: waiting, scheduling)."""
     if any(not c for c in cpus):
         return None
     parts = []
