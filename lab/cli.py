@@ -7,7 +7,7 @@ import faulthandler
 import json
 import os
 import signal
-import threading
+import time
 from pathlib import Path
 
 from lab import dataset, settings
@@ -46,12 +46,15 @@ def serve(args: argparse.Namespace) -> int:
         os.environ["LAB_DIAL_HOST"] = args.dial_host
     if args.port_base is not None:
         os.environ["LAB_PORT_BASE"] = str(args.port_base)
-    started, stop = threading.Event(), threading.Event()
+    # Plain flags, not threading.Event: a handler runs between two bytecodes of the
+    # main thread, and Event.set() takes the lock Event.wait() holds for a moment on
+    # that same thread (a signal landing then would wait for it forever).
+    state = {"started": False, "stopping": False}
 
     def interrupted(*_: object) -> None:
-        if not started.is_set() or stop.is_set():
+        if not state["started"] or state["stopping"]:
             raise KeyboardInterrupt  # still starting (or asked twice): unwind, stopping what runs
-        stop.set()
+        state["stopping"] = True
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, interrupted)
     # kill -USR1 <pid>: every thread's stack on stderr, the process going on (a stop that hangs says where)
@@ -71,13 +74,14 @@ def serve(args: argparse.Namespace) -> int:
                 partial.write_text(json.dumps(endpoints_document(lab), indent=2) + "\n")
                 os.replace(partial, path)
                 lines.append(f"endpoints written to {path}")
-            started.set()  # from here on a signal is a clean stop
+            state["started"] = True  # from here on a signal is a clean stop
             print("\n".join([*lines, "serving; press Ctrl-C to stop"]), flush=True)
-            while not stop.wait(WATCH_INTERVAL):
+            while not state["stopping"]:
                 gone = lab.exited()
                 if gone:
                     print("stopping: a service of the lab is gone: " + "; ".join(gone), flush=True)
                     return 1
+                time.sleep(WATCH_INTERVAL)  # a signal's handler runs inside it; the flag is read after
     except KeyboardInterrupt:
         print("interrupted; everything started was stopped", flush=True)
         return 130
