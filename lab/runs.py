@@ -220,7 +220,7 @@ def cpu_of(data: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
-def _cpu_line(cpus: list[dict[str, float] | None]) -> str | None:
+def _cpu_line(cpus: list[dict[str, float] | None], label: str = "    CPU µs/op per run") -> str | None:
     """Under a ratio out of tolerance: CPU µs per operation of each process,
     per run, so that a reader sees which moved: every process's work per call
     together (the machine running the same work faster or slower), one
@@ -233,7 +233,7 @@ def _cpu_line(cpus: list[dict[str, float] | None]) -> str | None:
         if all(v is not None for v in values):
             moved = max(values) / min(values) - 1 if min(values) > 0 else 0.0
             parts.append(f"{process} {' / '.join(f'{v:.0f}' for v in values)} ({moved:.0%} apart)")
-    return "    CPU µs/op per run: " + "; ".join(parts) if parts else None
+    return f"{label}: " + "; ".join(parts) if parts else None
 
 
 def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tuple[str, bool]:
@@ -272,6 +272,10 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
             lines.append(f"{'(shared by all: direct moved)':<{NAME_WIDTH}}" + "".join(f"{v:>+9.1%}" for v in shifts)
                          + f"{'left':>9}{left:>7.1%}")
         lines += _yardstick(op, [m.get(op, {}).get("direct") for m in medians])
+        missed = any(spread([r[op][s] for r in runs])["max_deviation"] > tolerance for s in subjects)
+        cpu = _cpu_line([c.get(op, {}).get("direct") for c in cpus], "  direct's CPU µs/op per run") if missed else None
+        if cpu:  # the denominator's own work: when it moved, every ratio moves with it
+            lines.append(cpu)
     within, total = _within(runs, tolerance)
     lines += ["", f"{within} of {total} ratios within ±{tolerance:.0%}: "
               + ("all within tolerance" if ok else "NOT all within tolerance (marked !)")]

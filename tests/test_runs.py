@@ -78,9 +78,11 @@ def test_check_prints_each_processs_cpu_per_run_under_a_ratio_out_of_tolerance(t
     assert not ok and lines[marked].startswith("rest/python_flask")
     assert lines[marked + 1] == ("    CPU µs/op per run: service 500 / 505 / 650 (30% apart); "
                                  "client 300 / 300 / 300 (0% apart); database 100 / 100 / 100 (0% apart)")
+    assert "  direct's CPU µs/op per run: client 300 / 300 / 300 (0% apart); database 100 / 100 / 100 (0% apart)" \
+        in lines  # the denominator's too
     paths[2].write_text(paths[1].read_text())  # within tolerance: no CPU line
     text, ok = check(paths, 0.03)
-    assert ok and "CPU µs/op per run" not in text
+    assert ok and "CPU µs/op per run" not in text and "direct's CPU" not in text
 
 
 def test_check_names_a_run_whose_direct_median_moved_past_ten_percent(tmp_path):
