@@ -182,41 +182,45 @@ def ratios(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],
     return out
 
 
+def _entries(path: Path, data: dict[str, Any]) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, Any]]:
+    """([(operation, subject, {"data": seconds per round, "cpu": CPU µs per
+    operation by process}), ...], the design) of one saved run, in either
+    format: pytest-benchmark's --benchmark-json or a protolab result."""
+    if "benchmarks" in data:
+        entries, design = [], {}
+        for b in data["benchmarks"]:
+            subject, extra = (b.get("params") or {}).get("subject"), b.get("extra_info") or {}
+            if subject:
+                entries.append((b["group"], subject, {"data": b["stats"].get("data"),
+                                                      "cpu": extra.get("cpu_us_per_op")}))
+                design = extra.get("design") or design
+        return entries, design
+    if "results" in data:
+        return ([(op, s, {"data": r.get("data_s"), "cpu": r.get("cpu_us_per_op")})
+                 for op, rows in data["results"].items() for s, r in rows.items()],
+                data.get("context", {}).get("settings", {}).get("benchmark", {}).get("design") or {})
+    raise SystemExit(f"{path}: neither pytest-benchmark JSON nor a protolab result")
+
+
 def rounds_of(path: Path, data: dict[str, Any] | None = None
               ) -> tuple[dict[str, dict[str, list[float]]], dict[str, Any]]:
     """({operation: {subject: [seconds per round, ...]}}, the design) of one
     saved run, in either format (`data`: the file already read)."""
-    data = json.loads(path.read_text()) if data is None else data
+    entries, design = _entries(path, json.loads(path.read_text()) if data is None else data)
     rounds: dict[str, dict[str, list[float]]] = {}
-    design: dict[str, Any] = {}
-    if "benchmarks" in data:  # pytest-benchmark's --benchmark-json
-        for b in data["benchmarks"]:
-            subject = (b.get("params") or {}).get("subject")
-            if subject and b["stats"].get("data"):
-                rounds.setdefault(b["group"], {})[subject] = b["stats"]["data"]
-                design = (b.get("extra_info") or {}).get("design") or design
-    elif "results" in data:
-        for op, rows in data["results"].items():
-            rounds[op] = {s: r["data_s"] for s, r in rows.items() if r.get("data_s")}
-        design = data.get("context", {}).get("settings", {}).get("benchmark", {}).get("design") or {}
-    else:
-        raise SystemExit(f"{path}: neither pytest-benchmark JSON nor a protolab result")
+    for op, subject, e in entries:
+        if e["data"]:
+            rounds.setdefault(op, {})[subject] = e["data"]
     return rounds, design
 
 
-def cpu_of(data: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+def cpu_of(path: Path, data: dict[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
     """{operation: {subject: {process: CPU µs per operation}}} of one saved
     run, in either format; {} where it was not recorded."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    if "benchmarks" in data:
-        for b in data["benchmarks"]:
-            subject, cpu = (b.get("params") or {}).get("subject"), (b.get("extra_info") or {}).get("cpu_us_per_op")
-            if subject and cpu:
-                out.setdefault(b["group"], {})[subject] = cpu
-    for op, rows in data.get("results", {}).items():
-        for subject, row in rows.items():
-            if row.get("cpu_us_per_op"):
-                out.setdefault(op, {})[subject] = row["cpu_us_per_op"]
+    for op, subject, e in _entries(path, data)[0]:
+        if e["cpu"]:
+            out.setdefault(op, {})[subject] = e["cpu"]
     return out
 
 
@@ -240,7 +244,7 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
     """The runs' ratios side by side; whether every one is within tolerance of the middle."""
     data = [json.loads(p.read_text()) for p in paths]  # each file read once
     loaded = [rounds_of(p, d) for p, d in zip(paths, data, strict=True)]
-    cpus = [cpu_of(d) for d in data]
+    cpus = [cpu_of(p, d) for p, d in zip(paths, data, strict=True)]
     medians = [{op: {s: statistics.median(r) * 1e6 for s, r in rows.items()} for op, rows in rounds.items()}
                for rounds, _ in loaded]
     runs = [ratios(rounds, design, statistic) for rounds, design in loaded]
