@@ -6,6 +6,7 @@ raw results with their context in results/benchmarks/."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -60,8 +61,9 @@ def early_table(write: Any, result: Any) -> None:
         write(line)
     for line in ranking_lines(result.ranking):
         write(line)
+    now = datetime.datetime.now(datetime.UTC)  # a run's log then tells when each table came (a newcomer's wait)
     write(f"({result.operation} measured in {result.seconds:.0f} s{settled(result.settle)}; every table again "
-          f"at the end, with the noise guard)")
+          f"at the end, with the noise guard; printed at {now:%H:%M:%S} UTC)")
 
 
 def settled(settle: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 from lab.statistics import (
     PairedBootstrap,
@@ -156,7 +157,7 @@ def test_an_operations_table_is_printed_as_soon_as_it_is_measured():
     b_row = next(line for line in lines if line.startswith("b "))
     assert "2.00 [2.00–2.00]" in b_row and b_row.split()[-4:] == ["500", "900", "-", "600"]
     assert "direct < b: ratio 0.50" in text
-    assert lines[-1].startswith("(fetch-one measured in 12 s;")
+    assert re.fullmatch(r"\(fetch-one measured in 12 s; .* printed at \d\d:\d\d:\d\d UTC\)", lines[-1])
     lines.clear()
     early_table(lines.append, Result("insert", Design()))  # nothing measured (make test): nothing printed
     assert lines == []
