@@ -76,7 +76,7 @@ def secantus_binary(profile: dict[str, str] | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build even when two runs start at once
         if not binary.exists():
             print(f"protolab: building {SECANTUS_CRATE} {SECANTUS_VERSION} into {root} "
-                  "(once; 4-10 minutes)", flush=True)
+                  "(once; 4-11 minutes)", flush=True)
             subprocess.run(
                 [cargo, "install", SECANTUS_CRATE, "--version", SECANTUS_VERSION, "--locked",
                  "--ignore-rust-version", "--root", str(root)],
