@@ -6,6 +6,7 @@ broadcast (contract/ws-protocol.md) on those that serve them."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -17,7 +18,7 @@ from contract.errors import INVALID_ARGUMENT, ContractError
 from lab import dataset
 from lab.registry import discover
 from lab.testing import implementations
-from services.common.feeds import PUSH
+from services.common.feeds import PUSH, WebSocketPush
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 EVENT = PUSH["synthetic_event"]
@@ -186,6 +187,28 @@ def test_no_message_of_a_feed_follows_the_unsubscribe_reply_when_the_feed_ends_m
                 f"attempt {attempt}: {[(e.event, e.id, e.data) for e in events]}"
     finally:
         client.close()
+
+
+def test_a_python_feeds_end_goes_out_once_its_subscription_is_gone():
+    """services/common/feeds.py: a client that subscribes again on reading a
+    feed's end must open a new subscription, never meet the old one ("already
+    subscribed"). The connection's send records, at the moment the end is sent,
+    whether the subscription is still there (where a subscribe arriving then
+    would find it); no server, no timing."""
+    push = WebSocketPush(collection=lambda: None)
+    seen: list[bool] = []
+    ended = threading.Event()
+
+    def send(text: str) -> None:
+        if json.loads(text).get("event") == "end":
+            seen.append("synthetic" in conn.subscriptions)
+            ended.set()
+    conn = push.connect(send)
+    push.subscribe(conn, {"feed": "synthetic", "rate": 0, "count": 2})
+    conn.reply("{}")  # starts the feed, as a server does after the reply
+    assert ended.wait(10), "no end message"
+    assert seen == [False]
+    push.subscribe(conn, {"feed": "synthetic", "rate": 0, "count": 2})  # again: accepted
 
 
 @pytest.mark.parametrize("push_client", implementations("subscribe"), indirect=True)

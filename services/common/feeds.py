@@ -251,15 +251,15 @@ class WebSocketPush:
         try:
             if sub.feed == "synthetic":
                 if self._synthetic(sub, stop, push):
-                    self._finish(conn, sub, stop, push, {"event": "end", "feed": sub.feed,
-                                                         "data": {"sent": sub.count - sub.first + 1}})
+                    self._finish(conn, sub, stop, {"event": "end", "feed": sub.feed,
+                                                   "data": {"sent": sub.count - sub.first + 1}})
             else:
                 self._changes(stream, stop, push)
         except _Stopped:
             return
         except ContractError as exc:
-            self._finish(conn, sub, stop, push, {"event": "error", "feed": sub.feed,
-                                                 "data": {"code": exc.code, "message": exc.message}})
+            self._finish(conn, sub, stop, {"event": "error", "feed": sub.feed,
+                                           "data": {"code": exc.code, "message": exc.message}})
         except Exception:  # the connection went away
             stop.set()
         finally:
@@ -267,15 +267,22 @@ class WebSocketPush:
                 stream.close()
 
     @staticmethod
-    def _finish(conn: Connection, sub: Subscription, stop: threading.Event, push: Callable[[str], None],
-                message: dict[str, Any]) -> None:
-        try:
-            push(dumps(message))
-        except Exception:
-            pass
-        if conn.subscriptions.get(sub.feed) is stop:
-            del conn.subscriptions[sub.feed]
-        stop.set()
+    def _finish(conn: Connection, sub: Subscription, stop: threading.Event, message: dict[str, Any]) -> None:
+        """The feed's last message (end or error), sent once the subscription
+        is gone: a client that subscribes again on reading it opens a new one
+        (it used to be able to find the old one still there: "already
+        subscribed"). Under the connection's lock, so that no reply to that
+        subscribe goes out before it; not after an unsubscribe has stopped it."""
+        with conn._lock:
+            if stop.is_set():
+                return
+            if conn.subscriptions.get(sub.feed) is stop:
+                del conn.subscriptions[sub.feed]
+            stop.set()
+            try:
+                conn._send(dumps(message))
+            except Exception:  # the connection went away
+                pass
 
     def _synthetic(self, sub: Subscription, stop: threading.Event, push: Callable[[str], None]) -> bool:
         """Push the feed's messages; True when it reached its count."""
