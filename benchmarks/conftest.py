@@ -34,7 +34,10 @@ def interleaved(request: pytest.FixtureRequest, lab, client_of):
         def show(result: Any) -> None:
             with capture.global_and_fixture_disabled():  # to the terminal, mid-test
                 early_table(reporter.write_line, result)
-        suite.on_measured = show
+        def say(text: str) -> None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(text)
+        suite.on_measured, suite.on_progress = show, say
     return suite.run
 
 

@@ -105,12 +105,16 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             clocks: Mapping[str, Any] | None = None,
             after_untimed: Callable[[str, Any], None] | None = None,
             between: Callable[[str, list[Any]], None] | None = None,
-            warmup: Mapping[str, int] | None = None) -> Measurement:
+            warmup: Mapping[str, int] | None = None,
+            progress: Callable[[str], None] | None = None, progress_s: float = 60.0) -> Measurement:
     """Run the design. `clocks[subject].read()` -> {process: CPU ns} is read just
     before the first and `.read(closing=True)` just after the last timed call of each block;
     `after_untimed(subject, result)` runs after every warm-up or discarded call,
     `between(subject, results)` after every block (settling ones too), both outside the windows;
-    `warmup[subject]` replaces design.warmup for that subject."""
+    `warmup[subject]` replaces design.warmup for that subject; `progress(text)`,
+    between cycles, says how far the run is: when warm and settled, then at
+    most every `progress_s` seconds (a slow machine's fetch-100 takes most of an
+    hour: a silent terminal looks hung)."""
     rng = random.Random(seed)
     clock = time.perf_counter_ns
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -170,9 +174,18 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
     for _ in range(design.settle_cycles):
         cycle(False)
     settle = {"cycles": design.settle_cycles, "seconds": round(time.monotonic() - started, 1), "warmup": warmed}
-    for _ in range(design.blocks):
+    if progress is not None:
+        progress(f"warmed up in {sum(r['seconds'] for r in warmed.values()):.0f} s and settled in "
+                 f"{settle['seconds']:.0f} s; measuring {design.blocks} cycles")
+    started = last = time.monotonic()
+    for done in range(1, design.blocks + 1):
         for name, took in cycle(measured=True).items():
             times[name] += took
+        now = time.monotonic()
+        if progress is not None and now - last >= progress_s and done < design.blocks:
+            last = now
+            progress(f"{done} of {design.blocks} cycles in {now - started:.0f} s, "
+                     f"about {(now - started) / done * (design.blocks - done):.0f} s left")
     return Measurement(times, cpu, wall, settle)
 
 

@@ -120,6 +120,7 @@ class Suite:
         self.results: dict[str, Result] = {}
         self.noise_before: dict[str, Any] | None = None
         self.on_measured: Callable[[Result], None] | None = None  # called as each operation is measured
+        self.on_progress: Callable[[str], None] | None = None  # how far an operation's measurement is
 
     def warmup_calls(self, subjects: list[str]) -> dict[str, int]:
         """The subjects whose manifest asks for their own number of warm-up calls."""
@@ -162,7 +163,9 @@ class Suite:
 
             started = time.monotonic()
             measured = measure(calls, self.design, seed=int(time.time()), clocks=self.clocks(list(calls)),
-                               warmup=self.warmup_calls(list(calls)), **cleanup(op, collection))
+                               warmup=self.warmup_calls(list(calls)), **cleanup(op, collection),
+                               progress=None if self.on_progress is None else
+                               lambda text: self.on_progress(f"({name}: {text})"))
             result.seconds = time.monotonic() - started
             result.times = measured.times
             result.settle = measured.settle

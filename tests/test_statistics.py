@@ -228,6 +228,30 @@ def test_warm_up_goes_round_robin_and_a_subject_drops_out_when_warmed():
     assert {n: w["calls"] for n, w in m.settle["warmup"].items()} == {"a": 2, "b": 4, "c": 2}
 
 
+def test_a_long_measurement_says_how_far_it_is_between_cycles():
+    """measure(progress=...): a line when warm and settled, then (here with
+    progress_s=0: after every cycle but the last) how many cycles are done and
+    about how long is left; none from inside a cycle, none without a callback."""
+    from benchmarks.interleave import Design, measure
+    said: list[str] = []
+    log: list[str] = []
+    calls = {"a": lambda: log.append("a"), "direct": lambda: log.append("direct")}
+    design = Design(blocks=4, discard=0, warmup=1, settle_cycles=1)
+
+    def progress(text: str) -> None:
+        said.append(text)
+        log.append("progress")
+    measure(calls, design, seed=1, progress=progress, progress_s=0.0)
+    assert re.fullmatch(r"warmed up in \d+ s and settled in \d+ s; measuring 4 cycles", said[0])
+    assert [re.sub(r"\d+ s", "N s", t) for t in said[1:]] == [
+        f"{k} of 4 cycles in N s, about N s left" for k in (1, 2, 3)]
+    # between cycles only: every progress line follows a whole cycle (a: 1 visit, direct: 4)
+    cycle = 1 + design.baseline_visits
+    warm = 2 + cycle  # one warm-up call each, one settling cycle
+    assert [i for i, x in enumerate(log) if x == "progress"] == [warm + k * (cycle + 1) for k in range(4)]
+    measure(calls, design, seed=1, progress_s=0.0)  # no callback: nothing said, nothing fails
+
+
 def test_an_oversampled_baseline_narrows_every_ratio_to_it():
     """Known answer: a/direct = 2, the baseline the noisier (as `direct`, the
     cheapest subject, is here). With the baseline sampled 4x per cycle the
