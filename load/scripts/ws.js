@@ -4,7 +4,10 @@
 //   closed model (plan.rate absent): send (the first after a random delay
 //     under plan.first_spread_ms, if set), wait for the reply (and
 //     plan.think_ms), send the next, until plan.calls replies or
-//     plan.duration_s seconds after the connection opened;
+//     plan.duration_s seconds after the connection opened; then, with
+//     plan.hold_s, it stays open (sending nothing) until hold_s after its VU
+//     began (the VUs of a per-vu-iterations run begin together), so that all
+//     are open at once however slowly the server accepts them;
 //   open model (plan.rate: requests/s for all VUs): each connection sends on
 //     a fixed schedule without waiting for replies (request_id matches
 //     them), and latency counts from the scheduled send time, so a slow
@@ -76,6 +79,10 @@ export default function () {
     }
     pending.clear();
     ws.close();
+  }
+  function hold() {  // closed model, done: open until plan.hold_s after this VU began, if set
+    const rest = plan.hold_s ? begin + 1000 * plan.hold_s - now() : 0;
+    if (rest > 0) { timer = setTimeout(finish, rest); } else { finish(); }
   }
   let draining = false;
   function drain() {  // open model, schedule over: the replies still due, at most 10 s
@@ -149,7 +156,7 @@ export default function () {
     answered++;
     if (draining && pending.size === 0) { finish(); return; }
     if (!plan.rate) {
-      if (answered >= limit || t >= deadline) { finish(); } else if (plan.think_ms) {
+      if (answered >= limit || t >= deadline) { hold(); } else if (plan.think_ms) {
         setTimeout(() => send(now()), plan.think_ms);  // a client that pauses between requests
       } else { send(now()); }
     }
