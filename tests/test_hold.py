@@ -40,7 +40,7 @@ NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.ser
 WS_HOLDING = [n for n in HOLDING if n.startswith(("ws/", "socketio/"))]
 # Each of the 1,000 connections stays open until HOLD_S after the clients began
 # (load/scripts/ws.js, plan.hold_s): they closed 4-8 s after their own opening,
-# and on a slow machine (CI, 2026-11-28 16:10 UTC, calibration ~120 µs against
+# and on a slow machine (CI, 2026-11-28 ~15:56 UTC, calibration ~120 µs against
 # ~60) socket.io's handshakes spread over 4.6 s, so the first had closed before
 # the last opened: 995 at once, a figure of the test's timing, not the service's.
 HOLD_S = 8
