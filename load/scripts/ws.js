@@ -7,7 +7,7 @@
 //     plan.duration_s seconds after the connection opened; then, with
 //     plan.hold_s, it stays open (sending nothing) until hold_s after its VU
 //     began (the VUs of a per-vu-iterations run begin together), so that all
-//     are open at once however slowly the server accepts them;
+//     are open at once if the server accepts them all within hold_s;
 //   open model (plan.rate: requests/s for all VUs): each connection sends on
 //     a fixed schedule without waiting for replies (request_id matches
 //     them), and latency counts from the scheduled send time, so a slow
