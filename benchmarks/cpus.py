@@ -1,5 +1,5 @@
 """Which CPU placement keeps the ratios to `direct` steady? The experiment
-that tried one CPU for everything (README, "One CPU for everything"):
+that tried one CPU for everything (benchmarks/README.md, "One CPU for everything"):
 
     .venv/bin/python -m benchmarks.cpus [--reps 5] [--cycles 250] [--drop 1]
 
@@ -18,7 +18,7 @@ ratio's largest deviation from the middle (median) of the repetitions after
 the first `--drop` (Node.js's warm-up), the median and worst of those.
 Results: results/cpus-<date>.json.
 
-What it found, and why the suite does not pin (README, "One CPU for
+What it found, and why the suite does not pin (benchmarks/README.md, "One CPU for
 everything"): inside one lab, one CPU gave the steadiest ratios; across three
 whole runs, each a new lab, it gave the least steady, so it measures only
 part of what moves a ratio between runs.

@@ -1,5 +1,5 @@
 """Does a subject's ratio to `direct` depend on which process execution of its
-service was measured? The experiment behind the README's "Or the service's
+service was measured? The experiment behind benchmarks/README.md, "Or the service's
 own process?", reproducible:
 
     .venv/bin/python -m benchmarks.executions [--executions 4] [--operation insert]

@@ -15,7 +15,7 @@ a single block of everything per subject is the old sequential design.
 The baseline subject (`direct`) is visited `baseline_visits` times per cycle,
 each visit at its own random place in the cycle: it is the denominator of
 every ratio, so its sampling error moves all of them at once, and it is the
-cheapest subject to sample (see README, "How many cycles a ±3 % ratio needs").
+cheapest subject to sample (see benchmarks/README.md, "How many cycles a ±3 % ratio needs").
 
 Before the measured cycles every subject gets untimed warm-up calls,
 round-robin (one call of each in turn): `warmup` each, or the number its
@@ -154,7 +154,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
     # Warm-up round-robin: one call of each subject in turn (one that has its count, or has used up its
     # warmup_max_s of its own calls' time, drops out), so no subject sits idle for minutes while the others
     # warm. Warmed one after another, a Node.js service warmed earlier read 2-7 % slower than the same
-    # service warmed later (README, "Or the service's own process?").
+    # service warmed later (benchmarks/README.md, "Or the service's own process?").
     asked = {name: (warmup or {}).get(name, design.warmup) for name in calls}
     warmed = {name: {"calls": 0, "asked": asked[name], "seconds": 0.0} for name in calls}
     warming = [name for name in calls if asked[name] > 0]

@@ -146,9 +146,9 @@ def markdown(summary: dict[str, dict[str, dict[str, Any]]], modes: list[str], n:
 
 # `direct` (the store called in the test process) is the yardstick of every
 # ratio; a run whose direct median moved more than this from the middle run's
-# ran on a machine that changed speed (README: "How many cycles a ±3 % ratio
+# ran on a machine that changed speed (benchmarks/README.md: "How many cycles a ±3 % ratio
 # needs"). Ratios follow direct with an elasticity of about -0.1 to -0.5 here
-# (follows_direct; README: "Ratios follow direct's speed"): a 10 % move is up
+# (follows_direct; benchmarks/README.md: "Ratios follow direct's speed"): a 10 % move is up
 # to 3-5 %, the tolerance --check scores. Needed, not enough: ratios also moved
 # a shared 2.2 % between runs with direct within 0.6 % (2026-11-26).
 MACHINE_CHANGED = 0.10

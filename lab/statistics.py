@@ -59,7 +59,7 @@ def summarize(data: list[float]) -> dict[str, Any]:
 # Politis & Romano 1992): the machine's spells last longer than a cycle, so
 # neighbouring cycles' ratios are alike, and drawing cycles one by one
 # pretends that away too. Measured on three whole back-to-back runs
-# (2026-11-26, 54 ratios, README "Intervals in runs of cycles"): with cycles
+# (2026-11-26, 54 ratios, benchmarks/README.md, "Intervals in runs of cycles"): with cycles
 # drawn one by one, 27 % of the runs' ratios fell outside what the other two
 # runs and the intervals allowed at 99 %; in runs of 50 cycles, 9.9 %.
 

@@ -62,7 +62,7 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
                   "ratio is paired by cycle: the median over cycles of a's time ÷ b's in the same cycle "
                   "(a slow spell of the machine slows both and cancels), with a 99 % bootstrap interval "
                   "that resamples whole cycles in runs of consecutive cycles (the machine's spells outlast a "
-                  "cycle; README, \"Intervals in runs of cycles\"). It covers one run's noise, not the "
+                  "cycle; benchmarks/README.md, \"Intervals in runs of cycles\"). It covers one run's noise, not the "
                   "machine's from one run to the next: `make bench-runs` measures that. The ranking "
                   "says `a < b` only where that interval excludes 1, and `a ~ b` (no significant "
                   "difference) otherwise; neighbours in median order are joined that way."))
