@@ -71,13 +71,19 @@ def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
 class Sampler:
     """CPU % of one core and RSS of each named process tree, every `interval` s
     and once more at the end (so a run shorter than `interval`, or one whose
-    sampling thread a loaded machine held back, still has a reading of each)."""
+    sampling thread a loaded machine held back, still has a reading of each).
+    A reading is taken under a lock, and none after the end's: a thread that
+    outlived the join's timeout (JOIN_TIMEOUT) finishes its reading before the
+    end's and takes no other."""
+
+    JOIN_TIMEOUT = 5.0
 
     def __init__(self, pids: dict[str, int], interval: float = 1.0):
         self.pids = dict(pids)
         self.interval = interval
         self.samples: dict[str, list[tuple[float, float, int]]] = {n: [] for n in self.pids}
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="protolab-sampler", daemon=True)
         self._start_cpu: dict[str, float] = {}
         self._last: dict[str, tuple[float, float]] = {}
@@ -95,7 +101,10 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self._sample()
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self._sample()
 
     def __enter__(self) -> Sampler:
         self._start = time.monotonic()
@@ -106,10 +115,11 @@ class Sampler:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
-        self._sample()
-        self.elapsed = time.monotonic() - self._start
-        self.cpu_s = {n: cpu_seconds(p) - self._start_cpu[n] for n, p in self.pids.items()}
+        self._thread.join(timeout=self.JOIN_TIMEOUT)
+        with self._lock:
+            self._sample()
+            self.elapsed = time.monotonic() - self._start
+            self.cpu_s = {n: cpu_seconds(p) - self._start_cpu[n] for n, p in self.pids.items()}
 
     def summary(self) -> dict[str, dict[str, Any]]:
         out = {}

@@ -4,8 +4,10 @@ were made and answered, samples folded, resources sampled, runs judged."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -118,6 +120,40 @@ def test_a_service_sampled_over_a_run_shorter_than_the_interval_still_has_its_rs
     assert got["samples"] >= 1
     assert got["rss_max"] >= 64 << 20, got
     assert got["cpu_s"] > 0 and sampler.samples["service"][-1][1] > 0, got
+
+
+def test_a_sampling_thread_that_outlives_the_join_adds_no_reading_after_the_end(monkeypatch):
+    """A sampling thread held back past __exit__'s join (a loaded machine) once
+    could add its reading after the end's: the summary then changed after the
+    run had ended. Here the thread's reading is held until 0.5 s after __exit__
+    begins, with the join's timeout 0.05 s: the end's reading comes after the
+    thread's, and nothing is added once __exit__ has returned."""
+    from lab import resources
+    release = threading.Event()
+    real = resources.cpu_seconds
+
+    def held(pid: int) -> float:
+        if threading.current_thread().name == "protolab-sampler":
+            release.wait(10)
+        return real(pid)
+
+    monkeypatch.setattr(resources, "cpu_seconds", held)
+    monkeypatch.setattr(resources.Sampler, "JOIN_TIMEOUT", 0.05)
+    sampler = resources.Sampler({"self": os.getpid()}, interval=0.01)
+    sampler.__enter__()
+    time.sleep(0.2)  # the thread is inside its first reading, held
+    timer = threading.Timer(0.5, release.set)
+    timer.start()
+    try:
+        sampler.__exit__(None, None, None)
+        at_exit = list(sampler.samples["self"])
+        time.sleep(1.0)  # the held thread has long finished
+    finally:
+        release.set()
+        timer.cancel()
+    assert sampler.samples["self"] == at_exit
+    times = [t for t, _, _ in at_exit]
+    assert len(times) == 2 and times == sorted(times), at_exit  # the thread's, then the end's
 
 
 def test_pinning_disjoint():
