@@ -65,8 +65,18 @@ def early_table(write: Any, result: Any) -> None:
     for line in ranking_lines(result.ranking):
         write(line)
     now = datetime.datetime.now(datetime.UTC)  # a run's log then tells when each table came (a newcomer's wait)
-    write(f"({result.operation} measured in {result.seconds:.0f} s{settled(result.settle)}; every table again "
-          f"at the end, with the noise guard; printed at {now:%H:%M:%S} UTC)")
+    write(f"({result.operation} measured in {result.seconds:.0f} s{settled(result.settle)}{collected(result.gc)}; "
+          f"every table again at the end, with the noise guard; printed at {now:%H:%M:%S} UTC)")
+
+
+def collected(record: dict[str, Any]) -> str:
+    """The client's garbage collection while measured (interleave.GcRecord), for a table's last line."""
+    if not record:
+        return ""
+    n = record["collections"]
+    return (f"; the client's garbage collector, its {record['frozen_objects']:,} objects from before frozen: "
+            f"{sum(n):,} collections ({n[2]:,} full) in {record['ms']:,.0f} ms, {record['in_timed_calls_ms']:,.0f} ms "
+            f"of it inside timed calls, the longest {record['largest_ms']:,.1f} ms")
 
 
 def settled(settle: dict[str, Any]) -> str:
@@ -231,4 +241,5 @@ def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str,
         out["design"] = suite.design.describe()
         out["seconds_per_operation"] = {op: round(r.seconds, 1) for op, r in suite.results.items()}
         out["settle"] = {op: r.settle for op, r in suite.results.items() if r.settle}
+        out["client_gc"] = {op: r.gc for op, r in suite.results.items() if r.gc}
     return out

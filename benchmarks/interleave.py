@@ -34,10 +34,16 @@ so left Node.js services at different points of their speed-up (README,
 Hooks run outside the timed windows: after every untimed call, and after
 every block (the insert benchmark deletes what it created there, so every
 block of inserts starts from the same empty collection).
+
+Through the measured cycles the process's objects from before are frozen
+(gc.freeze()), so CPython's full collections do not walk the whole harness
+inside some subject's timed call; what the collector did meanwhile is
+recorded (GcRecord).
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -85,6 +91,60 @@ class Measurement:
     cpu_ns: dict[str, dict[str, int]]        # subject -> process -> CPU ns over its timed windows
     wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
     settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, warmup
+    gc: dict[str, Any] = field(default_factory=dict)      # the client's garbage collection while measured (GcRecord)
+
+
+class GcRecord:
+    """This process's garbage collections while the cycles are measured: how many
+    of each generation, their time, and how much of it fell inside timed calls.
+
+    Before the measured cycles measure() collects and freezes every object the
+    process holds (gc.freeze(): pytest, every client, the dataset; ~220,000
+    objects), so a full collection walks only what was made since, and
+    unfreezes them after. Without it (2026-11-28, a slow machine, 100 cycles of
+    fetch-one and fetch-100) the 38 full collections of the session took ~210 ms
+    each, and those that fell inside a timed call made that subject's fetch-100
+    round 185-267 ms against medians of 6-33 ms (direct's mean 9 % above its
+    median, ws/go_gorilla's 13 %); with it a full collection took ~1.4 ms and no
+    fetch-100 round exceeded 2.1x its median. A client's own young garbage is
+    still collected inside its calls, as in any client."""
+
+    def __init__(self) -> None:
+        self.collections = [0, 0, 0]
+        self.ns = 0
+        self.timed_ns = 0
+        self.largest_ns = 0
+        self.timing = False  # inside a timed call now
+        self.frozen = 0
+        self._start = 0
+        self._timed_start = False
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start, self._timed_start = time.perf_counter_ns(), self.timing
+            return
+        took = time.perf_counter_ns() - self._start
+        self.collections[info["generation"]] += 1
+        self.ns += took
+        self.largest_ns = max(self.largest_ns, took)
+        if self._timed_start:
+            self.timed_ns += took
+
+    def __enter__(self) -> GcRecord:
+        gc.collect()
+        gc.freeze()
+        self.frozen = gc.get_freeze_count()
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+        gc.unfreeze()
+
+    def describe(self) -> dict[str, Any]:
+        return {"frozen_objects": self.frozen, "collections": list(self.collections),
+                "ms": round(self.ns / 1e6, 1), "in_timed_calls_ms": round(self.timed_ns / 1e6, 1),
+                "largest_ms": round(self.largest_ns / 1e6, 2)}
 
 
 def untimed_calls(call: Callable[[], Any], n: int, limit_s: float | None = None,
@@ -126,6 +186,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
         return untimed_calls(calls[name], n, after=after)
 
     order = [name for name in calls for _ in range(design.visits(name))]
+    record = GcRecord()  # the client's collections while measured (frozen heap: GcRecord)
 
     def cycle(measured: bool) -> dict[str, list[float]]:
         """One cycle; {subject: seconds of its timed calls in it}."""
@@ -137,10 +198,12 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             meter = clocks.get(name) if clocks and measured else None
             before = meter.read() if meter else None
             window = clock()
+            record.timing = measured
             for _ in range(design.block):
                 start = clock()
                 results.append(call())
                 out.append((clock() - start) / 1e9)
+            record.timing = False
             if measured:
                 wall[name] += clock() - window
             if meter is not None and before is not None:
@@ -178,15 +241,16 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
         progress(f"warmed up in {sum(r['seconds'] for r in warmed.values()):.0f} s and settled in "
                  f"{settle['seconds']:.0f} s; measuring {design.blocks} cycles")
     started = last = time.monotonic()
-    for done in range(1, design.blocks + 1):
-        for name, took in cycle(measured=True).items():
-            times[name] += took
-        now = time.monotonic()
-        if progress is not None and now - last >= progress_s and done < design.blocks:
-            last = now
-            progress(f"{done} of {design.blocks} cycles in {now - started:.0f} s, "
-                     f"about {(now - started) / done * (design.blocks - done):.0f} s left")
-    return Measurement(times, cpu, wall, settle)
+    with record:
+        for done in range(1, design.blocks + 1):
+            for name, took in cycle(measured=True).items():
+                times[name] += took
+            now = time.monotonic()
+            if progress is not None and now - last >= progress_s and done < design.blocks:
+                last = now
+                progress(f"{done} of {design.blocks} cycles in {now - started:.0f} s, "
+                         f"about {(now - started) / done * (design.blocks - done):.0f} s left")
+    return Measurement(times, cpu, wall, settle, record.describe())
 
 
 def sequential(calls: Mapping[str, Callable[[], Any]], rounds: int, warmup: int = 50) -> dict[str, list[float]]:

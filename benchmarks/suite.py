@@ -103,6 +103,7 @@ class Result:
     wall_us: dict[str, float] = field(default_factory=dict)             # subject -> µs per op, timed windows
     errors: dict[str, BaseException] = field(default_factory=dict)
     settle: dict[str, Any] = field(default_factory=dict)                # Measurement.settle
+    gc: dict[str, Any] = field(default_factory=dict)                    # Measurement.gc
     ranking: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -169,6 +170,7 @@ class Suite:
             result.seconds = time.monotonic() - started
             result.times = measured.times
             result.settle = measured.settle
+            result.gc = measured.gc
             for subject, per_process in measured.cpu_ns.items():
                 n = len(measured.times[subject])
                 result.cpu_us[subject] = {p: ns / n / 1e3 for p, ns in per_process.items()}

@@ -159,6 +159,12 @@ def test_an_operations_table_is_printed_as_soon_as_it_is_measured():
     assert "direct < b: ratio 0.50" in text
     assert re.fullmatch(r"\(fetch-one measured in 12 s; .* printed at \d\d:\d\d:\d\d UTC\)", lines[-1])
     lines.clear()
+    result.gc = {"frozen_objects": 220161, "collections": [900, 80, 3], "ms": 310.4, "in_timed_calls_ms": 120.2,
+                 "largest_ms": 1.42}
+    early_table(lines.append, result)
+    assert ("; the client's garbage collector, its 220,161 objects from before frozen: 983 collections (3 full) "
+            "in 310 ms, 120 ms of it inside timed calls, the longest 1.4 ms; every table again") in lines[-1]
+    lines.clear()
     early_table(lines.append, Result("insert", Design()))  # nothing measured (make test): nothing printed
     assert lines == []
 
@@ -177,6 +183,40 @@ def test_the_baseline_is_visited_several_times_a_cycle_each_visit_placed_at_rand
     assert all(sorted(c) == sorted(["a"] * 2 + ["b"] * 2 + ["direct"] * 8) for c in cycles)
     # direct's visits are spread: not always one run of 8 calls in the same place
     assert len({"".join(x[0] for x in c) for c in cycles}) > 10
+
+
+def test_the_measured_cycles_run_on_a_frozen_heap_and_record_the_collections_inside_timed_calls():
+    """measure(): the process's objects are frozen (gc.freeze) through the measured
+    cycles only, unfrozen after; every collection meanwhile is counted, and one
+    made inside a timed call counts as inside, one between blocks does not."""
+    import gc
+
+    from benchmarks.interleave import Design, measure
+    frozen: dict[str, list[int]] = {"warm": [], "timed": []}
+    phase = ["warm"]
+
+    def a():
+        frozen[phase[0]].append(gc.get_freeze_count())
+        if phase[0] == "timed":
+            gc.collect()  # a full collection inside a call: timed when the call is
+
+    def between(name, results):
+        if phase[0] == "timed":
+            gc.collect(0)  # outside every timed window
+
+    def progress(text):
+        phase[0] = "timed"  # said when warm and settled, just before the measured cycles
+    assert gc.get_freeze_count() == 0
+    design = Design(blocks=5, block=1, discard=1, warmup=2, settle_cycles=1, baseline_visits=4)
+    m = measure({"a": a, "direct": lambda: None}, design, seed=1, between=between, progress=progress)
+    assert frozen["warm"] and set(frozen["warm"]) == {0}
+    assert min(frozen["timed"]) > 1000 and gc.get_freeze_count() == 0
+    record = m.gc
+    assert record["frozen_objects"] > 1000
+    visits = 1 + 4  # a once a cycle, direct four times
+    # a: 5 cycles x (1 discarded + 1 timed) full collections; between: a gen-0 collection after each block
+    assert record["collections"][2] >= 10 and record["collections"][0] >= 5 * visits
+    assert 0 < record["in_timed_calls_ms"] < record["ms"] and record["largest_ms"] > 0
 
 
 def test_warm_up_is_counted_per_subject_and_settling_in_fixed_cycles():
