@@ -101,15 +101,10 @@ class GcRecord:
     Before the measured cycles measure() collects and freezes every object the
     process holds (gc.freeze(): pytest, every client, the dataset; ~220,000
     objects), so a full collection walks only what was made since, and
-    unfreezes them after. Without it (2026-11-28 17:42 UTC, a slow machine, 100
-    cycles of fetch-one and fetch-100) the session's 38 full collections took
-    ~210 ms each, and those that fell inside a timed call made that subject's
-    fetch-100 round 185-267 ms against medians of 6-33 ms (direct's mean 9 %
-    above its median, ws/go_gorilla's 13 %). With it (18:11 UTC, the same
-    runs): fetch-100's measured cycles saw 38 full collections among 5,662,
-    the longest 4.7 ms, 726 ms of their 1,572 inside timed calls; direct's and
-    ws/go_gorilla's means within 0.2 % of their medians. A client's own young
-    garbage is still collected inside its calls, as in any client."""
+    unfreezes them after: full collections of the whole harness took ~210 ms
+    each and landed inside timed calls (figures: README, "The client's garbage
+    collector"). A client's own garbage is still collected inside its calls,
+    as in any client."""
 
     def __init__(self) -> None:
         self.collections = [0, 0, 0]
@@ -199,15 +194,15 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             call, out, results = calls[name], took[name], []
             meter = clocks.get(name) if clocks and measured else None
             before = meter.read() if meter else None
-            window = clock()
             record.timing = measured
+            window = clock()
             for _ in range(design.block):
                 start = clock()
                 results.append(call())
                 out.append((clock() - start) / 1e9)
-            record.timing = False
             if measured:
                 wall[name] += clock() - window
+            record.timing = False
             if meter is not None and before is not None:
                 after = meter.read(closing=True)
                 for process, ns in after.items():

@@ -285,7 +285,7 @@ def test_a_long_measurement_says_how_far_it_is_between_cycles():
     assert re.fullmatch(r"warmed up in \d+ s and settled in \d+ s; measuring 4 cycles", said[0])
     assert [re.sub(r"\d+ s", "N s", t) for t in said[1:]] == [
         f"{k} of 4 cycles in N s, about N s left" for k in (1, 2, 3)]
-    # between cycles only: every progress line follows a whole cycle (a: 1 visit, direct: 4)
+    # between cycles only: every progress line follows a whole cycle (a: 1 visit, direct: baseline_visits)
     cycle = 1 + design.baseline_visits
     warm = 2 + cycle  # one warm-up call each, one settling cycle
     assert [i for i, x in enumerate(log) if x == "progress"] == [warm + k * (cycle + 1) for k in range(4)]
