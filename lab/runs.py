@@ -202,11 +202,22 @@ def _entries(path: Path, data: dict[str, Any]) -> tuple[list[tuple[str, str, dic
     raise SystemExit(f"{path}: neither pytest-benchmark JSON nor a protolab result")
 
 
+def read_run(path: Path) -> dict[str, Any]:
+    """One saved run's JSON, or an error naming the file: missing, unreadable,
+    or cut short (a run stopped while writing it)."""
+    try:
+        return json.loads(path.read_text())
+    except OSError as e:
+        raise SystemExit(f"{path}: cannot read it ({e.strerror or e})") from None
+    except ValueError as e:
+        raise SystemExit(f"{path}: not JSON, or cut short ({e})") from None
+
+
 def rounds_of(path: Path, data: dict[str, Any] | None = None
               ) -> tuple[dict[str, dict[str, list[float]]], dict[str, Any]]:
     """({operation: {subject: [seconds per round, ...]}}, the design) of one
     saved run, in either format (`data`: the file already read)."""
-    entries, design = _entries(path, json.loads(path.read_text()) if data is None else data)
+    entries, design = _entries(path, read_run(path) if data is None else data)
     rounds: dict[str, dict[str, list[float]]] = {}
     for op, subject, e in entries:
         if e["data"]:
@@ -242,7 +253,7 @@ def _cpu_line(cpus: list[dict[str, float] | None], label: str = "    CPU µs/op 
 
 def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tuple[str, bool]:
     """The runs' ratios side by side; whether every one is within tolerance of the middle."""
-    data = [json.loads(p.read_text()) for p in paths]  # each file read once
+    data = [read_run(p) for p in paths]  # each file read once
     loaded = [rounds_of(p, d) for p, d in zip(paths, data, strict=True)]
     cpus = [cpu_of(p, d) for p, d in zip(paths, data, strict=True)]
     medians = [{op: {s: statistics.median(r) * 1e6 for s, r in rows.items()} for op, rows in rounds.items()}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from lab.runs import check, cycles_taken, following, markdown, shared_shift, spread_over_time, summarize
+import pytest
+
+from lab.runs import check, cycles_taken, following, main, markdown, shared_shift, spread_over_time, summarize
 
 
 def _run(median_us: float) -> dict:
@@ -61,6 +63,20 @@ def test_check_reads_pytest_benchmark_json_and_flags_a_ratio_beyond_tolerance(tm
     paths[2].write_text(json.dumps(bench_json(2.2, 1.0)))
     text, ok = check(paths, 0.03)
     assert not ok and "0 of 1 ratios within ±3%: NOT all within tolerance (marked !)" in text
+
+
+def test_check_names_a_missing_or_cut_short_run_file_instead_of_a_traceback(tmp_path, capsys):
+    good = tmp_path / "run1.json"
+    good.write_text(json.dumps(bench_json(2.0, 1.0)))
+    cut = tmp_path / "run2.json"
+    cut.write_text(json.dumps(bench_json(2.0, 1.0))[:200])   # a run stopped while writing its JSON
+    missing = tmp_path / "run3.json"
+    for bad, says in ((missing, "cannot read it (No such file or directory)"), (cut, "not JSON, or cut short")):
+        with pytest.raises(SystemExit) as stop:
+            main(["--check", str(good), str(bad)])
+        assert str(stop.value).startswith(f"{bad}: {says}")
+    assert main(["--check", str(good), str(good)]) == 0
+    assert "1 of 1 ratios within ±3%" in capsys.readouterr().out
 
 
 def test_check_prints_each_processs_cpu_per_run_under_a_ratio_out_of_tolerance(tmp_path):
