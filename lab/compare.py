@@ -25,12 +25,23 @@ HEADS = {"stddev": "σ"}
 OPERATIONS = ("insert", "fetch-one", "fetch-100")
 
 
-def load(path: Path) -> dict[str, Any]:
+def read_run(path: Path) -> dict[str, Any]:
+    """One saved run's JSON (a protolab result or pytest-benchmark's), or an
+    error naming the file: missing, unreadable, or cut short (a run stopped
+    while writing it)."""
     try:
-        run = json.loads(path.read_text())
-    except FileNotFoundError:
+        return json.loads(path.read_text())
+    except OSError as e:
+        raise SystemExit(f"{path}: cannot read it ({e.strerror or e})") from None
+    except ValueError as e:
+        raise SystemExit(f"{path}: not JSON, or cut short ({e})") from None
+
+
+def load(path: Path) -> dict[str, Any]:
+    if not path.exists():
         raise SystemExit(f"{path} is missing: run the benchmarks in that mode first "
-                         f"(make bench / make bench-docker)") from None
+                         f"(make bench / make bench-docker)")
+    run = read_run(path)
     if "results" not in run or "context" not in run:
         raise SystemExit(f"{path} is not a protolab benchmark result")
     return run

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import settings
-from lab.compare import BENCHMARKS, OPERATIONS, load
+from lab.compare import BENCHMARKS, OPERATIONS, load, read_run
 from lab.statistics import cycles_of, paired_ratios
 
 
@@ -200,17 +200,6 @@ def _entries(path: Path, data: dict[str, Any]) -> tuple[list[tuple[str, str, dic
                  for op, rows in data["results"].items() for s, r in rows.items()],
                 data.get("context", {}).get("settings", {}).get("benchmark", {}).get("design") or {})
     raise SystemExit(f"{path}: neither pytest-benchmark JSON nor a protolab result")
-
-
-def read_run(path: Path) -> dict[str, Any]:
-    """One saved run's JSON, or an error naming the file: missing, unreadable,
-    or cut short (a run stopped while writing it)."""
-    try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise SystemExit(f"{path}: cannot read it ({e.strerror or e})") from None
-    except ValueError as e:
-        raise SystemExit(f"{path}: not JSON, or cut short ({e})") from None
 
 
 def rounds_of(path: Path, data: dict[str, Any] | None = None

@@ -208,3 +208,13 @@ def test_following_measures_how_ratios_move_with_directs_speed_within_a_run(tmp_
     row = next(line for line in text.splitlines() if line.startswith("fetch-one"))
     assert row.split()[1:] == ["-0.62", "+0.00"], text
     assert "fetch-one" not in following(paths, 11).split("\n", 2)[2]
+
+
+def test_a_saved_result_cut_short_or_missing_is_named_where_the_comparison_loads_it(tmp_path):
+    from lab.compare import load
+    missing, cut = tmp_path / "native-latest.json", tmp_path / "docker-latest.json"
+    cut.write_text(json.dumps({"context": {}, "results": {}})[:10])   # a run stopped while writing its result
+    with pytest.raises(SystemExit, match="is missing: run the benchmarks in that mode first"):
+        load(missing)
+    with pytest.raises(SystemExit, match="not JSON, or cut short"):
+        load(cut)
