@@ -40,3 +40,23 @@ def test_the_suites_database_keeps_its_files_in_memory(lab):
     storage = argv[argv.index("--storage-path") + 1]
     assert filesystem_of(lab.database.pid, storage) == "tmpfs", (storage, lab.mode)
     assert "in memory" in lab.database.durability
+
+
+def test_seeded_data_is_loaded_again_whenever_a_test_changed_it(seeding, seeded, fingerprint):
+    """`seeded` skips its reset only while the collection holds exactly what the last one
+    left: a changed, added or removed document, or a dropped index, brings the reset back."""
+    games = seeded
+    assert not seeding.seed(games), "nothing changed, yet the collection was reset"
+    intact = fingerprint()
+    first = seeding.store.games.find_one({}, sort=[("_id", 1)])
+    changes = [
+        lambda c: c.update_one({"_id": first["_id"]}, {"$set": {"name": first["name"] + " "}}),
+        lambda c: c.insert_one({"_id": "added", "name": "x"}),
+        lambda c: c.delete_one({"_id": first["_id"]}),
+        lambda c: c.drop_index(sorted(k for k in c.index_information() if k != "_id_")[0]),
+    ]
+    for change in changes:
+        change(seeding.store.games)
+        assert seeding.seed(games)
+        assert fingerprint() == intact
+        assert not seeding.seed(games)
