@@ -1,5 +1,6 @@
 """Where the suite's database keeps its files: in memory (lab/settings.py testing()),
-natively and in Docker mode, so a contended host disk cannot stall the tests."""
+natively and in Docker mode, so a contended host disk cannot stall the tests; and
+the tests' seeded data, loaded again whenever a test changed it."""
 
 from __future__ import annotations
 
@@ -60,3 +61,4 @@ def test_seeded_data_is_loaded_again_whenever_a_test_changed_it(seeding, seeded,
         assert seeding.seed(games)
         assert fingerprint() == intact
         assert not seeding.seed(games)
+    assert seeding.seed(games[:10]) and seeding.store.games.count_documents({}) == 10, "other games asked for"
