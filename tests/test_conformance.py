@@ -65,7 +65,7 @@ def test_delete_removes_only_that_game(impl, client_of, seeded):
     assert len(client.list(1000, 0)) == len(seeded) - 1
 
 
-def test_every_game_round_trips_losslessly(impl, client_of, lab):
+def test_every_game_round_trips_losslessly(impl, client_of, lab, seeding):
     """The dataset's games — nulls, empty lists, non-BMP characters, HTML
     entities — go in through the protocol and come back identical. They are
     sent over ROUND_TRIP_CLIENTS connections at once, each its own client
@@ -76,9 +76,7 @@ def test_every_game_round_trips_losslessly(impl, client_of, lab):
     83 classes the 3,424 hold). All 3,424 over 21 implementations take ~3
     minutes of make test natively and ~5 in Docker mode."""
     client = client_of(impl)
-    store = lab.store()
-    dataset.reset(store.games, [], indexes=False)
-    store.close()
+    dataset.reset(seeding.store.games, [], indexes=False)
     whole = os.environ.get("LAB_ROUND_TRIP") == "all"
     games = dataset.games() if whole else dataset.covering()
     clients = [client] + [watched.watch(lab.client(impl)) for _ in range(ROUND_TRIP_CLIENTS - 1)]

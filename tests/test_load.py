@@ -174,7 +174,7 @@ def test_out_names_a_result_and_refuses_a_path(capsys):
         assert "give a name" in capsys.readouterr().err
 
 
-def test_kcheck_warms_a_service_by_its_manifests_count_through_the_python_client(lab):
+def test_kcheck_warms_a_service_by_its_manifests_count_through_the_python_client(lab, seeding):
     """load.scenarios.warm: an implementation whose manifest asks for warm-up
     calls gets them through the service (insert: each made one stored game,
     which kcheck's prepare() clears before k6 runs), stopped by the time limit
@@ -188,10 +188,7 @@ def test_kcheck_warms_a_service_by_its_manifests_count_through_the_python_client
     assert warm(lab, plain[0], "fetch-one") is None
     made = warm(lab, impl, "insert", max_s=0.5)
     assert 1 <= made <= impl.warmup_calls
-    store = lab.store()
-    try:
-        assert store.games.count_documents({}) == made
-        prepare(lab, "insert")
-        assert store.games.count_documents({}) == 0
-    finally:
-        store.close()
+    games = seeding.store.games
+    assert games.count_documents({}) == made
+    prepare(lab, "insert")
+    assert games.count_documents({}) == 0

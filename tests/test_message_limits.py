@@ -25,7 +25,7 @@ WS = [impl.name for impl in discover() if impl.protocol == "ws"]
 
 
 @pytest.fixture
-def large_games(lab):
+def large_games(seeding):
     """Games just under the request limit each, enough that one page of them
     is over the response limit."""
     base = dataset.games(1)[0]
@@ -33,11 +33,9 @@ def large_games(lab):
     big = {**base, "description": "x" * filler}
     # a quarter over, so that every protocol's encoding of the page is over
     count = int(MAX_RESPONSE_BYTES * 1.25 / len(dumps(big).encode())) + 1
-    store = lab.store()
     documents = [{"_id": f"{n:012d}", **big} for n in range(count)]
-    store.games.drop()
-    store.games.insert_many(documents)
-    store.close()
+    seeding.store.games.drop()
+    seeding.store.games.insert_many(documents)
     yield count, len(dumps(big).encode())
 
 

@@ -14,7 +14,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +76,8 @@ def name_of(lab: Lab, protocol: str) -> str:
 
 
 @pytest.fixture
-def store(lab: Lab) -> Iterator[Any]:
-    s = lab.store()
-    yield s
-    s.close()
+def store(seeding: Any) -> Any:
+    return seeding.store
 
 
 def http_socket(client: Any) -> socket.socket:
