@@ -75,11 +75,6 @@ def name_of(lab: Lab, protocol: str) -> str:
     pytest.skip(f"no {protocol} implementation")
 
 
-@pytest.fixture
-def store(seeding: Any) -> Any:
-    return seeding.store
-
-
 def http_socket(client: Any) -> socket.socket:
     """The one kept-alive socket of a requests-based client."""
     pools = client.session.get_adapter("http://").poolmanager.pools
@@ -99,11 +94,11 @@ def capture_and_dissect(port: int, dissector: str,
     return cap.packets, layers, result
 
 
-def test_rest_insert_kept_alive_counts_equal_kernel_counters(lab: Lab, store: Any) -> None:
+def test_rest_insert_kept_alive_counts_equal_kernel_counters(lab: Lab, seeding: Any) -> None:
     name = name_of(lab, "rest")
     port = service_port(lab.endpoints[name])
     args = Arguments()
-    dataset.reset(store.games, [], indexes=False)
+    dataset.reset(seeding.store.games, [], indexes=False)
     client = lab.client(name)
     try:
         def body() -> dict[str, Any]:
@@ -138,11 +133,11 @@ def test_rest_insert_kept_alive_counts_equal_kernel_counters(lab: Lab, store: An
     assert distinct_payload(window, port)[0] % N == 0  # each byte once (in CI a 1,378-byte segment came twice)
 
 
-def test_websocket_message_is_payload_plus_frame_header(lab: Lab, store: Any) -> None:
+def test_websocket_message_is_payload_plus_frame_header(lab: Lab, seeding: Any) -> None:
     name = name_of(lab, "ws")
     port = service_port(lab.endpoints[name])
     args = Arguments()
-    dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+    dataset.reset(seeding.store.games, dataset.fetch_games(), indexes=True)
     sent: list[int] = []
     received: list[int] = []
 
@@ -202,11 +197,11 @@ def test_websocket_message_is_payload_plus_frame_header(lab: Lab, store: Any) ->
 
 
 def test_new_rest_connection_has_one_handshake_and_the_kernels_bytes(lab: Lab,
-                                                                    store: Any) -> None:
+                                                                    seeding: Any) -> None:
     name = name_of(lab, "rest")
     port = service_port(lab.endpoints[name])
     args = Arguments()
-    dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+    dataset.reset(seeding.store.games, dataset.fetch_games(), indexes=True)
 
     def body() -> dict[str, int]:
         client = lab.client(name)
@@ -235,11 +230,11 @@ def test_new_rest_connection_has_one_handshake_and_the_kernels_bytes(lab: Lab,
     assert app_payload(stream, layers, port, "rest") == (0, info["body"])
 
 
-def test_grpc_payload_is_protobuf_plus_prefix_plus_http2_frames(lab: Lab, store: Any) -> None:
+def test_grpc_payload_is_protobuf_plus_prefix_plus_http2_frames(lab: Lab, seeding: Any) -> None:
     name = name_of(lab, "grpc")
     port = service_port(lab.endpoints[name])
     args = Arguments()
-    dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+    dataset.reset(seeding.store.games, dataset.fetch_games(), indexes=True)
     request = len(pb.GameId(id=args.fetch_id).SerializeToString())
 
     def body() -> dict[str, Any]:
