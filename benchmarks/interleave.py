@@ -74,6 +74,7 @@ class Design:
         return {s: self.block * self.visits(s) for s in subjects}
 
     def describe(self) -> dict[str, Any]:
+        # to the µs: one collection on a frozen heap can take less than one
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
                 "blocks": self.blocks, "warmup": self.warmup, "warmup_max_s": self.warmup_max_s,
@@ -139,9 +140,10 @@ class GcRecord:
         gc.unfreeze()
 
     def describe(self) -> dict[str, Any]:
+        # to the µs: one collection on a frozen heap can take less than one
         return {"frozen_objects": self.frozen, "collections": list(self.collections),
-                "ms": round(self.ns / 1e6, 1), "in_timed_calls_ms": round(self.timed_ns / 1e6, 1),
-                "largest_ms": round(self.largest_ns / 1e6, 2)}
+                "ms": round(self.ns / 1e6, 3), "in_timed_calls_ms": round(self.timed_ns / 1e6, 3),
+                "largest_ms": round(self.largest_ns / 1e6, 3)}
 
 
 def untimed_calls(call: Callable[[], Any], n: int, limit_s: float | None = None,

@@ -10,8 +10,11 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from simple_websocket import Client
+from simple_websocket.ws import Base
+from wsproto import ConnectionType
 
 from clients.base import Event, OperationClient
 from contract.codec import dumps, loads
@@ -29,6 +32,32 @@ def _reader_thread(target: Any) -> threading.Thread:
     return threading.Thread(target=target)
 
 
+class Connection(Client):
+    """simple-websocket's client connection, its connect and opening handshake
+    bounded by `timeout` (the library takes none), then read by a blocking
+    reader thread. The timeout is the socket's own: the process-wide default
+    (socket.setdefaulttimeout), set and restored around each connect, was left
+    at 10 s for the rest of the process in one lab start of three, when the
+    lab's health checks connected side by side (a thread restored the value
+    another had set); every socket opened later without a timeout of its own
+    then dropped its connection after 10 s idle."""
+
+    def __init__(self, url: str, timeout: float = CALL_TIMEOUT):
+        parts = urlsplit(url)
+        if parts.scheme != "ws" or not parts.hostname:
+            raise ValueError(f"not a ws:// URL: {url!r}")
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.subprotocols, self.extra_headeers = [], []  # (sic) the names Client.handshake reads
+        sock = socket.create_connection((self.host, self.port), timeout=timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            Base.__init__(self, sock, connection_type=ConnectionType.CLIENT, thread_class=_reader_thread)
+        except BaseException:
+            sock.close()
+            raise
+
+
 class WebSocketClient(OperationClient):
     protocol = "ws"
 
@@ -36,15 +65,7 @@ class WebSocketClient(OperationClient):
         self.timeout = timeout
         self.ids = itertools.count(1)
         self.pushed: deque[tuple[dict[str, Any], int]] = deque()  # push messages received meanwhile
-        # simple-websocket takes no connect timeout: the socket it creates
-        # inherits the default one, which bounds connect and handshake.
-        previous = socket.getdefaulttimeout()
-        socket.setdefaulttimeout(timeout)
-        try:
-            self.ws = Client.connect(endpoint, thread_class=_reader_thread)
-        finally:
-            socket.setdefaulttimeout(previous)
-        self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.ws = Connection(endpoint, timeout)
 
     def _receive(self, timeout: float) -> tuple[dict[str, Any], int]:
         reply = self.ws.receive(timeout=timeout)

@@ -10,8 +10,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
-from simple_websocket import Client
 
+from clients.ws import Connection
 from contract.errors import INTERNAL
 from contract.validate import ws_message_errors, ws_schema
 from fuzz.values import hostile_text, seeded_ids
@@ -130,7 +130,7 @@ def judge(case: Any, label: str, valid: bool, request: Any, answer: dict[str, An
 
 
 def fuzzer(endpoint: str):
-    ws = Client.connect(endpoint)
+    ws = Connection(endpoint)
     strategy = st.one_of(st.tuples(st.just(True), valid_requests()), st.tuples(st.just(False), invalid_requests()))
 
     def execute(case: Any, tally: Tally, model: Model) -> None:

@@ -11,8 +11,9 @@ import json
 
 import pytest
 from expect import expect
-from simple_websocket import Client, ConnectionClosed
+from simple_websocket import ConnectionClosed
 
+from clients.ws import Connection
 from contract.codec import dumps
 from contract.errors import RESOURCE_EXHAUSTED
 from contract.game import LIMITS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
@@ -53,7 +54,7 @@ def test_a_page_over_the_response_limit_is_resource_exhausted(impl, client_of, l
 @pytest.mark.parametrize("impl", WS)
 def test_ws_frames_over_the_frame_limit_close_with_1009(impl, lab, seeded):
     endpoint = lab.endpoints[impl]
-    ws = Client.connect(endpoint)
+    ws = Connection(endpoint)
     try:
         middle = json.dumps({"request_id": 1, "op": "get", "params": {"id": "730", "pad": "x" * MAX_REQUEST_BYTES}})
         ws.send(middle)
@@ -71,7 +72,7 @@ def test_ws_frames_over_the_frame_limit_close_with_1009(impl, lab, seeded):
             ws.close()
         except ConnectionClosed:
             pass
-    again = Client.connect(endpoint)  # the service still serves
+    again = Connection(endpoint)  # the service still serves
     again.send(json.dumps({"request_id": 3, "op": "get", "params": {"id": "730"}}))
     assert json.loads(again.receive(10))["result"]["id"] == "730"
     again.close()
