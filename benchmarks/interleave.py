@@ -74,7 +74,6 @@ class Design:
         return {s: self.block * self.visits(s) for s in subjects}
 
     def describe(self) -> dict[str, Any]:
-        # to the µs: one collection on a frozen heap can take less than one
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
                 "blocks": self.blocks, "warmup": self.warmup, "warmup_max_s": self.warmup_max_s,

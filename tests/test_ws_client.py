@@ -4,6 +4,7 @@ socket timeout never touched, and an idle connection kept open."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -43,7 +44,7 @@ def test_a_connection_idle_longer_than_its_timeout_stays_open(lab):
         time.sleep(1.0)
         assert ws.connected
         ws.send('{"request_id": 1, "op": "health", "params": {}}')
-        assert ws.receive(timeout=10) == '{"request_id":1,"result":null}'
+        assert json.loads(ws.receive(timeout=10)) == {"request_id": 1, "result": None}
     finally:
         ws.close()
 
