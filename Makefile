@@ -89,6 +89,11 @@ report: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	@if command -v go >/dev/null; then \
+	  unformatted=$$(gofmt -l services load/push-client); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would reformat: $$unformatted"; exit 1; fi; \
+	  (cd services && go vet ./...) && (cd load/push-client && go vet ./...) && echo "gofmt, go vet: clean"; \
+	else echo "lint: no Go toolchain here; gofmt and go vet left out"; fi
 
 clean:
 	rm -rf $(VENV) results/benchmarks results/capture results/load
