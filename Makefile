@@ -90,9 +90,11 @@ report: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	@if command -v go >/dev/null; then \
-	  unformatted=$$(gofmt -l services load/push-client); \
+	  modules=$$(find . \( -name node_modules -o -name '.*' ! -name . \) -prune -o -name go.mod -printf '%h\n'); \
+	  unformatted=$$(gofmt -l $$modules); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would reformat: $$unformatted"; exit 1; fi; \
-	  (cd services && go vet ./...) && (cd load/push-client && go vet ./...) && echo "gofmt, go vet: clean"; \
+	  for module in $$modules; do (cd $$module && go vet ./...) || exit 1; done; \
+	  echo "gofmt, go vet: clean ($$(echo $$modules))"; \
 	else echo "lint: no Go toolchain here; gofmt and go vet left out"; fi
 
 clean:
