@@ -1,0 +1,145 @@
+"""Does V8's memory reducer move the Node.js services' figures? The experiment
+behind README, "Node.js without V8's memory reducer", reproducible:
+
+    .venv/bin/python -m benchmarks.memory_reducer [--executions 6] [--operation insert] [--trace-gc]
+
+One lab per execution, as the latency suite measures (benchmarks/suite.py:
+its design, warm-up counts, settling cycles; LAB_BENCH_* settings apply):
+the five request-answering Node.js services beside Flask and graphene (the
+same processes in both conditions: the control) and `direct`, so that each
+service is visited a few times a second, as in a whole run. Executions
+alternate between the two conditions, in the order with, without, without,
+with, ...: "without" runs the manifests' command (`node --no-memory-reducer
+...`), "with" the same command without that flag (V8's default).
+
+Printed per execution and service: CPU µs per call of its service process,
+its ratio of medians to `direct`, and that ratio's move from the first half
+of the measured cycles to the second (a service slowing through its
+measurement moves up; the moment moves every service alike). With
+--trace-gc every Node.js service also runs with V8's `--trace-gc`: printed,
+its memory-reducing full collections ("Mark-Compact (reduce)": when, in
+seconds of the service's life, and the heap before and after) and its
+young-generation collections in each half of the measured cycles.
+Results: results/memory-reducer-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import psutil
+
+import lab.stack
+from benchmarks.executions import execution
+from benchmarks.study import save
+from benchmarks.suite import OPERATION, Suite, design_from_env
+from lab import settings
+
+NODE = ("ws/node_ws", "grpc/node_grpcjs", "graphql/node_yoga", "rest/node_fastify", "socketio/node_socketio")
+CONTROL = ("rest/python_flask", "graphql/python_graphene")
+FLAG = "--no-memory-reducer"
+GC_LINE = re.compile(r"\]\s+(\d+) ms: (Scavenge|Mark-Compact(?: \(reduce\))?)"
+                     r" [\d.]+ \(([\d.]+)\) -> [\d.]+ \(([\d.]+)\) MB")
+
+
+def node_command(command: tuple[str, ...], reducer: bool, trace: bool) -> tuple[str, ...]:
+    """The manifest's `node ...` command with V8's memory reducer on or off, and --trace-gc if asked."""
+    flags = [part for part in command[1:] if part.startswith("--") and part != FLAG]
+    rest = [part for part in command[1:] if not part.startswith("--")]
+    return (command[0], *([] if reducer else [FLAG]), *flags, *(["--trace-gc"] if trace else []), *rest)
+
+
+def collections(log: Path, born: float, measured: tuple[float, float]) -> dict[str, Any]:
+    """From a --trace-gc log: the memory-reducing collections (seconds into the process's life,
+    committed MB before and after) and the scavenges in each half of the measured cycles."""
+    start, end = (t - born for t in measured)
+    middle = (start + end) / 2
+    reducing, halves = [], [0, 0]
+    for line in log.read_text(errors="replace").splitlines():
+        found = GC_LINE.search(line)
+        if not found:
+            continue
+        at = int(found.group(1)) / 1000
+        if found.group(2) == "Scavenge":
+            if start <= at < end:
+                halves[at >= middle] += 1
+        elif "(reduce)" in found.group(2):
+            reducing.append({"s": round(at), "mb": [float(found.group(3)), float(found.group(4))]})
+    return {"reducing": reducing, "measured_s": [round(start), round(end)], "scavenges_by_half": halves}
+
+
+def one(operation: str, reducer: bool, trace: bool) -> dict[str, Any]:
+    """One execution: a fresh lab, the suite's measurement of `operation`, per subject its figures."""
+    design = design_from_env()
+    select = lab.stack.select
+
+    def chosen(names: Any = None) -> Any:
+        return [replace(i, command=node_command(i.command, reducer, trace)) if i.name in NODE else i
+                for i in select(names)]
+
+    subjects = [*NODE, *CONTROL]
+    with mock.patch.object(lab.stack, "select", chosen), lab.stack.running_lab(names=subjects) as running:
+        suite = Suite(running, running.client, {operation: [*subjects, design.baseline]}, True, design)
+        marks: dict[str, float] = {}
+        suite.on_progress = lambda text: marks.setdefault("start", time.time()) if "measuring" in text else None
+        result = suite.run(operation)
+        marks["end"] = time.time()
+        if result.errors:
+            raise SystemExit(f"{result.errors}")
+        per = execution(result.times, design.describe())
+        out = {s: {**per[s], "service_cpu_us": result.cpu_us[s].get("service")} for s in subjects}
+        if trace:
+            for name in NODE:
+                born = psutil.Process(running.pids[name]).create_time()
+                out[name]["gc"] = collections(running.processes[name].log_path, born, (marks["start"], marks["end"]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory_reducer", description=__doc__.splitlines()[0])
+    parser.add_argument("--executions", type=int, default=6, help="in all, alternating with and without")
+    parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
+    parser.add_argument("--trace-gc", action="store_true", help="V8's --trace-gc in every Node.js service")
+    args = parser.parse_args(argv)
+    if settings.mode() != "native":
+        parser.error("native mode only (it changes the command the lab starts each Node.js service with)")
+    settings.measuring()
+    out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                           "operation": args.operation, "design": design_from_env().describe(),
+                           "load_before": os.getloadavg(), "executions": []}
+    for n in range(args.executions):
+        reducer = n % 4 in (0, 3)  # with, without, without, with, ...
+        found = one(args.operation, reducer, args.trace_gc)
+        out["executions"].append({"reducer": reducer, "subjects": found})
+        print(f"execution {n + 1}, memory reducer {'on' if reducer else 'off'}:", flush=True)
+        for name, s in found.items():
+            move = (s["second_half"] - s["first_half"]) / s["ratio"]
+            gc = s.get("gc")
+            print(f"  {name:<26} service CPU {s['service_cpu_us'] or 0:7,.0f} µs/op   ÷ direct {s['ratio']:6.3f}"
+                  f"   halves {move:+6.1%}"
+                  + (f"   reducing GCs {[(r['s'], r['mb']) for r in gc['reducing']]}, measured cycles at"
+                     f" {gc['measured_s'][0]}–{gc['measured_s'][1]} s, scavenges by half {gc['scavenges_by_half']}"
+                     if gc else ""), flush=True)
+    print(f"\n{args.operation}, mean over executions: service CPU µs/op and ratio to direct, memory reducer on → off")
+    for name in (*NODE, *CONTROL):
+        def mean(key: str, reducer: bool, name: str = name) -> float:
+            return statistics.fmean(e["subjects"][name][key] or 0 for e in out["executions"] if e["reducer"] == reducer)
+        if all(any(e["reducer"] == r for e in out["executions"]) for r in (True, False)):
+            print(f"  {name:<26} CPU {mean('service_cpu_us', True):7,.0f} → {mean('service_cpu_us', False):7,.0f}"
+                  f"   ratio {mean('ratio', True):6.3f} → {mean('ratio', False):6.3f}")
+    out["load_after"] = os.getloadavg()
+    save("memory-reducer", out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

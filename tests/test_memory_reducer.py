@@ -1,0 +1,43 @@
+"""benchmarks/memory_reducer.py's two conditions and its reading of V8's --trace-gc log, on a
+synthetic log with known answers; and every Node.js service's manifest runs without the reducer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.memory_reducer import FLAG, NODE, collections, node_command
+from lab.registry import discover
+
+
+def test_the_conditions_differ_only_in_the_reducer_flag_and_the_trace() -> None:
+    command = ("node", FLAG, "--stack-size=900", "/srv/server.js")
+    assert node_command(command, reducer=False, trace=False) == command
+    assert node_command(command, reducer=True, trace=False) == ("node", "--stack-size=900", "/srv/server.js")
+    assert node_command(command, reducer=True, trace=True) == \
+        ("node", "--stack-size=900", "--trace-gc", "/srv/server.js")
+    assert node_command(("node", "/srv/server.js"), reducer=False, trace=True) == \
+        ("node", FLAG, "--trace-gc", "/srv/server.js")
+
+
+def test_the_trace_is_read_for_reducing_collections_and_scavenges_by_half(tmp_path: Path) -> None:
+    # born at t=1000 s; measured from 1100 s to 1200 s of the clock: 100-200 s of its life, halves at 150 s
+    line = "[7:0x1]  {ms} ms: {kind} 20.0 ({before}) -> 10.0 ({after}) MB, 1.0 / 0.0 ms  allocation failure;"
+    log = tmp_path / "service.log"
+    log.write_text("\n".join([
+        "listening on 127.0.0.1:5000",                                                   # not a GC line
+        line.format(ms=50_000, kind="Scavenge", before="30.0", after="31.0"),            # before the cycles
+        line.format(ms=120_000, kind="Scavenge", before="30.0", after="31.0"),           # first half
+        line.format(ms=140_000, kind="Mark-Compact", before="58.0", after="58.0"),       # not a reducing one
+        line.format(ms=160_400, kind="Mark-Compact (reduce)", before="58.0", after="24.0"),
+        line.format(ms=170_000, kind="Scavenge", before="24.0", after="24.0"),           # second half
+        line.format(ms=199_999, kind="Scavenge", before="24.0", after="24.0"),           # second half
+        line.format(ms=250_000, kind="Scavenge", before="24.0", after="24.0"),           # after them
+    ]))
+    got = collections(log, born=1000.0, measured=(1100.0, 1200.0))
+    assert got == {"reducing": [{"s": 160, "mb": [58.0, 24.0]}], "measured_s": [100, 200], "scavenges_by_half": [1, 2]}
+
+
+def test_every_node_service_runs_without_the_memory_reducer() -> None:
+    node = [impl for impl in discover() if impl.command[0] == "node"]
+    assert {impl.name for impl in node} >= set(NODE)
+    assert all(impl.command[1:2] == (FLAG,) for impl in node), [impl.command for impl in node]
