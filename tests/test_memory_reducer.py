@@ -1,11 +1,13 @@
 """benchmarks/memory_reducer.py's two conditions and its reading of V8's --trace-gc log, on a
-synthetic log with known answers; and every Node.js service's manifest runs without the reducer."""
+synthetic log with known answers; every Node.js service's manifest runs without the reducer, and a
+result file says so (its context names each service's command)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from benchmarks.memory_reducer import FLAG, NODE, collections, node_command
+from lab.context import run_context
 from lab.registry import discover
 
 
@@ -41,3 +43,16 @@ def test_every_node_service_runs_without_the_memory_reducer() -> None:
     node = [impl for impl in discover() if impl.command[0] == "node"]
     assert {impl.name for impl in node} >= set(NODE)
     assert all(impl.command[1:2] == (FLAG,) for impl in node), [impl.command for impl in node]
+
+
+class _Database:
+    def describe(self) -> dict[str, str]:
+        return {"server": "SecantusDB secantusd-rs", "version": "0.5.3-beta.193"}
+
+
+def test_a_result_says_how_each_service_was_started() -> None:
+    chosen = [impl for impl in discover() if impl.name in ("ws/node_ws", "rest/go_nethttp")]
+    described = run_context("native", _Database(), chosen)["implementations"]
+    started = {name: about["command"] for name, about in described.items()}
+    assert started["ws/node_ws"] == ["node", FLAG, "{dir}/server.js"]
+    assert started["rest/go_nethttp"] == list(next(i for i in chosen if i.name == "rest/go_nethttp").command)
