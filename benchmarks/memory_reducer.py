@@ -129,13 +129,15 @@ def main(argv: list[str] | None = None) -> int:
                   + (f"   reducing GCs {[(r['s'], r['mb']) for r in gc['reducing']]}, measured cycles at"
                      f" {gc['measured_s'][0]}–{gc['measured_s'][1]} s, scavenges by half {gc['scavenges_by_half']}"
                      if gc else ""), flush=True)
-    print(f"\n{args.operation}, mean over executions: service CPU µs/op and ratio to direct, memory reducer on → off")
-    for name in (*NODE, *CONTROL):
-        def mean(key: str, reducer: bool, name: str = name) -> float:
-            return statistics.fmean(e["subjects"][name][key] or 0 for e in out["executions"] if e["reducer"] == reducer)
-        if all(any(e["reducer"] == r for e in out["executions"]) for r in (True, False)):
-            print(f"  {name:<26} CPU {mean('service_cpu_us', True):7,.0f} → {mean('service_cpu_us', False):7,.0f}"
-                  f"   ratio {mean('ratio', True):6.3f} → {mean('ratio', False):6.3f}")
+    by = {r: [e["subjects"] for e in out["executions"] if e["reducer"] == r] for r in (True, False)}
+    if by[True] and by[False]:
+        print(f"\n{args.operation}, mean over executions: service CPU µs/op and ratio to direct,"
+              " memory reducer on → off")
+        for name in (*NODE, *CONTROL):
+            cpu, ratio = ({r: statistics.fmean(s[name][key] or 0 for s in by[r]) for r in by}
+                          for key in ("service_cpu_us", "ratio"))
+            print(f"  {name:<26} CPU {cpu[True]:7,.0f} → {cpu[False]:7,.0f}"
+                  f"   ratio {ratio[True]:6.3f} → {ratio[False]:6.3f}")
     out["load_after"] = os.getloadavg()
     save("memory-reducer", out)
     return 0
