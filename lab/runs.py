@@ -17,7 +17,9 @@ scores N cycles of each operation taken consecutively (at its start, middle
 and end) and spread evenly over it: whether the agreement comes from the
 number of calls or from the time they span. `--windows N` says how each run's
 ratios followed the machine's speed: windows of N cycles, each ratio against
-direct's median in the window (log on log). Under each
+direct's median in the window (log on log). `--strata K` compares the runs at
+equal machine speed (speed_strata: K strata of direct's level, the ratio per
+stratum, every stratum weighing alike in every run). Under each
 operation, direct's own median per run,
 and the runs in which it moved more than 10 % from the middle run's (a machine
 that changed speed: their ratios are not comparable). The files are
@@ -371,6 +373,62 @@ def following(paths: list[Path], window: int, statistic: str = "paired") -> str:
     return "\n".join(lines)
 
 
+def speed_strata(paths: list[Path], strata: int, tolerance: float, window: int = 10,
+                 least: int = 20) -> tuple[str, int, int]:
+    """The runs compared at equal machine speed. Each cycle gets the machine's
+    speed at that moment: direct's median over the cycles within `window` of it
+    (a level, not the cycle's own direct, whose noise would sort the ratios by
+    their own denominator). The cycles of every run together are cut into
+    `strata` equal shares by that level; per run and stratum, each subject's
+    median per-cycle ratio to direct; a run's ratio at equal speed is the
+    geometric mean over the strata (each weighs the same in every run, whatever
+    share of the run fell in it). Strata with fewer than `least` cycles in some
+    run are left out for that operation. Returns the text and (within, total)."""
+    loaded = [rounds_of(p) for p in paths]
+    lines = [f"at equal machine speed ({strata} strata of direct's level, its median over ±{window} cycles, "
+             f"cut over the runs' cycles together; each run's ratio = geometric mean over the strata of its "
+             f"median per-cycle ratio there; dev from the middle run's, tolerance ±{tolerance:.0%}):"]
+    within = total = 0
+    for op in [o for o in OPERATIONS if all(o in r and "direct" in r[o] for r, _ in loaded)]:
+        levels, per_cycle = [], []
+        for rounds, design in loaded:
+            rows = rounds[op]
+            base = cycles_of(rows["direct"], rounds_per_cycle(design, "direct"))
+            n = len(base)
+            levels.append([statistics.median([x for c in base[max(0, i - window):i + window + 1] for x in c])
+                           for i in range(n)])
+            per_cycle.append({s: paired_ratios(cycles_of(r, rounds_per_cycle(design, s)), base)
+                              for s, r in rows.items() if s != "direct"})
+        pooled = sorted(x for level in levels for x in level)
+        cuts = [len(pooled) * q // strata for q in range(1, strata)]
+        edges = [(pooled[c - 1] + pooled[c]) / 2 for c in cuts]  # between two levels: ties fall alike
+        where = [[sum(x > e for e in edges) for x in level] for level in levels]
+        kept = [k for k in range(strata) if all(w.count(k) >= least for w in where)]
+        lines += ["", f"{op:<{NAME_WIDTH}}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(paths)))
+                  + f"{'middle':>9}{'dev':>8}",
+                  f"{'(share of cycles, fastest stratum)':<{NAME_WIDTH}}"
+                  + "".join(f"{w.count(0) / len(w):>9.0%}" for w in where)]
+        if not kept:
+            lines.append(f"  not compared: no stratum holds {least} cycles of every run")
+            continue
+        if len(kept) < strata:
+            lines.append(f"  {strata - len(kept)} of {strata} strata left out (fewer than {least} cycles in a run)")
+        subjects = [s for s in per_cycle[0] if all(s in p for p in per_cycle)]
+        for s in subjects:
+            values = []
+            for w, p in zip(where, per_cycle, strict=True):
+                medians = [statistics.median([r for r, k in zip(p[s], w, strict=False) if k == stratum])
+                           for stratum in kept]
+                values.append(math.exp(statistics.fmean(math.log(m) for m in medians)))
+            found = spread(values)
+            bad = found["max_deviation"] > tolerance
+            within, total = within + (not bad), total + 1
+            lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
+                         + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else ""))
+    lines += ["", f"{within} of {total} ratios within ±{tolerance:.0%} at equal machine speed"]
+    return "\n".join(lines), within, total
+
+
 def shared_shift(values: list[list[float]]) -> tuple[list[float], float]:
     """values[s][i]: subject s's ratio in run i. Each run's shift that every
     subject shares (the median over subjects of ratio ÷ its middle − 1): the
@@ -422,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, metavar="N",
                         help="with --check: also how each run's ratios followed direct's speed, in windows of "
                              "N cycles")
+    parser.add_argument("--strata", type=int, metavar="K",
+                        help="with --check: also the runs' ratios compared at equal machine speed, in K strata "
+                             "of direct's level")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default="native,docker")
     parser.add_argument("extra", nargs="*", help="after --: extra pytest arguments")
@@ -433,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n" + spread_over_time(args.check, args.spread, args.tolerance, args.statistic))
         if args.windows:
             print("\n" + following(args.check, args.windows, args.statistic))
+        if args.strata:
+            print("\n" + speed_strata(args.check, args.strata, args.tolerance)[0])
         return 0 if ok else 1
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - set(settings.MODES)

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from lab.runs import check, cycles_taken, following, main, markdown, shared_shift, spread_over_time, summarize
+from lab.runs import (
+    check,
+    cycles_taken,
+    following,
+    main,
+    markdown,
+    shared_shift,
+    speed_strata,
+    spread_over_time,
+    summarize,
+)
 
 
 def _run(median_us: float) -> dict:
@@ -218,3 +229,29 @@ def test_a_saved_result_cut_short_or_missing_is_named_where_the_comparison_loads
         load(missing)
     with pytest.raises(SystemExit, match="not JSON, or cut short"):
         load(cut)
+
+
+def test_runs_compared_at_equal_machine_speed(tmp_path):
+    """Known answers: 100 cycles a run; the machine is fast (direct 1.0 a call)
+    or slow (2.0) in long spells, and REST takes 2 + direct: ratio 3 when fast,
+    2 when slow. Run A is fast 70 % of its cycles, run B 30 %: their plain
+    ratios are 3 and 2, at equal speed both sqrt(3 × 2) = 2.449. A REST that is
+    slower at the same speed (run C: 2.5 + direct) is flagged; a run with too
+    few cycles in a stratum leaves that stratum out."""
+    def run(name: str, fast: int, rest: float, n: int = 100) -> Path:
+        per_cycle = [1.0] * fast + [2.0] * (n - fast)
+        path = tmp_path / name
+        path.write_text(json.dumps(bench_json([rest + d for d in per_cycle], [d for d in per_cycle for _ in range(4)])))
+        return path
+    a, b = run("a.json", 70, 2.0), run("b.json", 30, 2.0)
+    text, ok = check([a, b], 0.03)
+    assert not ok and "3.000    2.000" in text
+    text, within, total = speed_strata([a, b], 2, 0.03)
+    assert (within, total) == (1, 1), text
+    assert "2.449    2.449    2.449   0.0%" in text and "70%      30%" in text
+    text, within, total = speed_strata([a, b, run("c.json", 50, 2.5)], 2, 0.03)
+    assert (within, total) == (0, 1) and " !" in text, text  # C: sqrt(3.5 × 2.25) = 2.806, 14.6 % off
+    # a run never fast: the fast stratum is left out (and the third, empty), the slow compared alone
+    text, within, total = speed_strata([a, b, run("e.json", 0, 2.0)], 3, 0.03)
+    assert "2 of 3 strata left out" in text and (within, total) == (1, 1), text
+    assert "2.000    2.000    2.000    2.000   0.0%" in text
