@@ -34,15 +34,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import psutil
 
-import lab.stack
 from benchmarks.executions import execution
 from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
 from lab import settings
+from lab.registry import select
+from lab.stack import running_lab
 
 NODE = ("ws/node_ws", "grpc/node_grpcjs", "graphql/node_yoga", "rest/node_fastify", "socketio/node_socketio")
 CONTROL = ("rest/python_flask", "graphql/python_graphene")
@@ -80,14 +80,10 @@ def collections(log: Path, born: float, measured: tuple[float, float]) -> dict[s
 def one(operation: str, reducer: bool, trace: bool) -> dict[str, Any]:
     """One execution: a fresh lab, the suite's measurement of `operation`, per subject its figures."""
     design = design_from_env()
-    select = lab.stack.select
-
-    def chosen(names: Any = None) -> Any:
-        return [replace(i, command=node_command(i.command, reducer, trace)) if i.name in NODE else i
-                for i in select(names)]
-
     subjects = [*NODE, *CONTROL]
-    with mock.patch.object(lab.stack, "select", chosen), lab.stack.running_lab(names=subjects) as running:
+    chosen = [replace(i, command=node_command(i.command, reducer, trace)) if i.name in NODE else i
+              for i in select(subjects)]
+    with running_lab(implementations=chosen) as running:
         suite = Suite(running, running.client, {operation: [*subjects, design.baseline]}, True, design)
         marks: dict[str, float] = {}
         suite.on_progress = lambda text: marks.setdefault("start", time.time()) if "measuring" in text else None

@@ -128,15 +128,21 @@ def stop_all(processes: Sequence[Process]) -> None:
 
 @contextmanager
 def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
-                change_streams: bool | None = None) -> Iterator[Lab]:
+                change_streams: bool | None = None,
+                implementations: Sequence[Implementation] | None = None) -> Iterator[Lab]:
+    """The lab, its database and the services `names` (all when None) running; in
+    native mode `implementations` may name them instead, as changed copies of the
+    registry's (an experiment that runs a service with another command)."""
     mode = mode or settings.mode()
+    if implementations is not None and (names is not None or mode == "docker"):
+        raise ValueError("implementations replace names, in native mode only")
     if mode == "docker":
         from lab import compose  # Docker mode only: native runs never import it
 
         with compose.running_stack(names, change_streams) as lab:
             yield lab
         return
-    implementations = select(names)
+    implementations = list(implementations) if implementations is not None else select(names)
     with ExitStack() as stack:
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-logs-")))
         db = stack.enter_context(database(change_streams))

@@ -1,14 +1,20 @@
 """benchmarks/memory_reducer.py's two conditions and its reading of V8's --trace-gc log, on a
 synthetic log with known answers; every Node.js service's manifest runs without the reducer, and a
-result file says so (its context names each service's command)."""
+result file says so (its context names each service's command); a lab runs the changed commands
+the experiment gives it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+
+import psutil
+import pytest
 
 from benchmarks.memory_reducer import FLAG, NODE, collections, node_command
 from lab.context import run_context
 from lab.registry import discover
+from lab.stack import running_lab
 
 
 def test_the_conditions_differ_only_in_the_reducer_flag_and_the_trace() -> None:
@@ -56,3 +62,21 @@ def test_a_result_says_how_each_service_was_started() -> None:
     started = {name: about["command"] for name, about in described.items()}
     assert started["ws/node_ws"] == ["node", FLAG, "{dir}/server.js"]
     assert started["rest/go_nethttp"] == list(next(i for i in chosen if i.name == "rest/go_nethttp").command)
+
+
+def test_a_lab_runs_the_commands_it_is_given() -> None:
+    # the experiment's "with" condition: ws/node_ws started without the flag its manifest carries
+    ws = next(impl for impl in discover() if impl.name == "ws/node_ws")
+    changed = replace(ws, command=node_command(ws.command, reducer=True, trace=False))
+    with running_lab(implementations=[changed], mode="native") as lab:
+        started = psutil.Process(lab.pids["ws/node_ws"]).cmdline()
+        lab.client("ws/node_ws").health()  # it serves
+    assert FLAG in ws.command and FLAG not in started and started[0].endswith("node"), started
+
+
+def test_given_implementations_replace_names_in_native_mode_only() -> None:
+    ws = [impl for impl in discover() if impl.name == "ws/node_ws"]
+    with pytest.raises(ValueError, match="native mode only"), running_lab(["ws/node_ws"], implementations=ws):
+        pass
+    with pytest.raises(ValueError, match="native mode only"), running_lab(mode="docker", implementations=ws):
+        pass
