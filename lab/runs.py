@@ -242,6 +242,21 @@ def _cpu_line(cpus: list[dict[str, float] | None], label: str = "    CPU µs/op 
     return f"{label}: " + "; ".join(parts) if parts else None
 
 
+def _header(op: str, runs: int) -> str:
+    """An operation's header over its runs' columns, the middle and the deviation."""
+    return (f"{op:<{NAME_WIDTH}}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(runs))
+            + f"{'middle':>9}{'dev':>8}")
+
+
+def _row(name: str, values: list[float], tolerance: float) -> tuple[str, bool]:
+    """One ratio per run, the middle and the largest deviation from it, marked
+    '!' beyond tolerance; and whether it is beyond."""
+    found = spread(values)
+    bad = found["max_deviation"] > tolerance
+    return (f"{name:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
+            + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else "")), bad
+
+
 def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tuple[str, bool]:
     """The runs' ratios side by side; whether every one is within tolerance of the middle."""
     data = [read_run(p) for p in paths]  # each file read once
@@ -261,16 +276,12 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
             lines += ["", f"{op}: not compared (not measured in run {', '.join(map(str, lacking))})"]
             continue
         subjects = [s for s in (runs[0].get(op) or {}) if all(s in r.get(op, {}) for r in runs)]
-        lines += ["", f"{op:<{NAME_WIDTH}}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(runs)))
-                  + f"{'middle':>9}{'dev':>8}"]
+        lines += ["", _header(op, len(runs))]
         missed = False  # a ratio of this operation out of tolerance
         for s in subjects:
-            values = [r[op][s] for r in runs]
-            found = spread(values)
-            bad = found["max_deviation"] > tolerance
+            line, bad = _row(s, [r[op][s] for r in runs], tolerance)
             missed |= bad
-            lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
-                         + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else ""))
+            lines.append(line)
             cpu = _cpu_line([c.get(op, {}).get(s) for c in cpus]) if bad else None
             if cpu:
                 lines.append(cpu)
@@ -394,9 +405,8 @@ def speed_strata(paths: list[Path], strata: int, tolerance: float, window: int =
         for rounds, design in loaded:
             rows = rounds[op]
             base = cycles_of(rows["direct"], rounds_per_cycle(design, "direct"))
-            n = len(base)
             levels.append([statistics.median([x for c in base[max(0, i - window):i + window + 1] for x in c])
-                           for i in range(n)])
+                           for i in range(len(base))])
             per_cycle.append({s: paired_ratios(cycles_of(r, rounds_per_cycle(design, s)), base)
                               for s, r in rows.items() if s != "direct"})
         pooled = sorted(x for level in levels for x in level)
@@ -404,8 +414,7 @@ def speed_strata(paths: list[Path], strata: int, tolerance: float, window: int =
         edges = [(pooled[c - 1] + pooled[c]) / 2 for c in cuts]  # between two levels: ties fall alike
         where = [[sum(x > e for e in edges) for x in level] for level in levels]
         kept = [k for k in range(strata) if all(w.count(k) >= least for w in where)]
-        lines += ["", f"{op:<{NAME_WIDTH}}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(paths)))
-                  + f"{'middle':>9}{'dev':>8}",
+        lines += ["", _header(op, len(paths)),
                   f"{'(share of cycles, fastest stratum)':<{NAME_WIDTH}}"
                   + "".join(f"{w.count(0) / len(w):>9.0%}" for w in where)]
         if not kept:
@@ -420,11 +429,9 @@ def speed_strata(paths: list[Path], strata: int, tolerance: float, window: int =
                 medians = [statistics.median([r for r, k in zip(p[s], w, strict=False) if k == stratum])
                            for stratum in kept]
                 values.append(math.exp(statistics.fmean(math.log(m) for m in medians)))
-            found = spread(values)
-            bad = found["max_deviation"] > tolerance
+            line, bad = _row(s, values, tolerance)
             within, total = within + (not bad), total + 1
-            lines.append(f"{s:<{NAME_WIDTH}}" + "".join(f"{v:>9.3f}" for v in values)
-                         + f"{found['median']:>9.3f}{found['max_deviation']:>7.1%}" + (" !" if bad else ""))
+            lines.append(line)
     lines += ["", f"{within} of {total} ratios within ±{tolerance:.0%} at equal machine speed"]
     return "\n".join(lines), within, total
 
