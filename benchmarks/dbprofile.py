@@ -19,7 +19,7 @@ import resource
 import time
 
 from benchmarks.interleave import Design, measure
-from clients.direct import DirectClient
+from clients.direct.client import DirectClient
 from lab import dataset
 from lab.database import build_key, embedded, secantus_binary
 from lab.statistics import rank

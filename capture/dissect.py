@@ -33,7 +33,7 @@ WS_CONTINUATION, WS_TEXT, WS_BINARY, WS_CLOSE = 0, 1, 2, 8
 WS_DATA_OPCODES = (WS_CONTINUATION, WS_TEXT, WS_BINARY)
 HELLO_COMMANDS = frozenset({"hello", "isMaster", "ismaster"})
 
-# Which tshark dissector decodes each protocol's port (clients/protocols.py), and the database's.
+# Which tshark dissector decodes each protocol's port (clients/<protocol>/__init__.py), and the database's.
 DISSECTOR = {**{name: p.dissector for name, p in PROTOCOLS.items()}, "mongo": "mongo"}
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from capture.tshark import Capture, between, ensure_tshark, tally
 from capture.wire import service_port
-from clients.sse import SseClient
+from clients.sse.client import SseClient
 from lab import settings
 from lab.context import run_context
 from lab.registry import select

@@ -78,7 +78,7 @@ DEFAULT_N = 50
 # its flow-control PINGs, whether a WebSocket closes with FIN or RST): each
 # cell is the connection with the median total of this many.
 NEW_CONNECTION_REPEATS = 5
-# How each protocol's application payload is counted (clients/protocols.py says which).
+# How each protocol's application payload is counted (clients/<protocol>/__init__.py says which).
 APP_PAYLOAD_SOURCE = {name: p.payload_source for name, p in PROTOCOLS.items()}
 
 

@@ -7,10 +7,10 @@ from clients.protocols import get as protocol_descriptor
 
 
 def connect(protocol: str, endpoint: str) -> GameClient:
-    """The client of `protocol` (its descriptor in clients/protocols.py), or the
+    """The client of `protocol` (its descriptor in clients/<protocol>/__init__.py), or the
     in-process baseline for "direct"."""
     if protocol == "direct":
-        from clients.direct import DirectClient  # the services' store: pymongo, only when asked for
+        from clients.direct.client import DirectClient  # the services' store: pymongo, only when asked for
 
         return DirectClient(endpoint)  # type: ignore[return-value]
     return protocol_descriptor(protocol).client_class()(endpoint)

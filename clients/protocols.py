@@ -1,16 +1,16 @@
-"""One descriptor per protocol: everything the lab knows about a protocol, in one place.
+"""The protocol descriptor, and the registry of every protocol's descriptor.
 
-The manifest's `protocol = "..."` names an entry here. Clients (`clients.connect`),
-the registry's order (`lab.settings.PROTOCOL_ORDER`), the wire capture (which
-tshark dissector decodes its port, how its application payload is counted, how
-a connection's setup and teardown are found), the reports (the label), the run
-context (the client packages whose versions every result records) and the
-error tests (the contract error in the protocol's own spelling) all read it.
+A protocol is one folder, clients/<protocol>/: its package's __init__.py
+defines DESCRIPTOR (a Protocol below), and beside it sit its client
+(client.py), its Locust user (load.py), its fuzz strategies (fuzz.py) and its
+concurrency-1 cross-check client in Go or Node.js (crosscheck/). Instruments
+iterate over PROTOCOLS and call the hooks a descriptor names; none of them
+names a protocol. Adding a protocol is adding a folder with a DESCRIPTOR.
 
-Adding a protocol is adding one `Protocol(...)` to PROTOCOLS (and its client
-module under clients/). What an entry needs:
+What a descriptor says:
 
     name             the manifest's `protocol` value ("rest")
+    order            where it sorts in every table (the registry's order)
     label            how reports name it ("REST"; the study's spelling where it has one)
     client           "module:Class" of its client (clients.base.GameClient), imported on first use
     endpoint         the endpoint's shape, with {host} and {port} ("http://{host}:{port}");
@@ -27,26 +27,40 @@ module under clients/). What an entry needs:
     native_error     (native, code) -> bool: is `native` (ContractError.native, as its client
                      raises it) the contract error `code` in this protocol's own terms?
     error_spelling   that spelling in words, for the documentation and test messages
+    messaging        True: one connection per client carries request and reply messages
+                     (WebSocket, socket.io): a load user holds it for the whole run
+    load_user        "module:Class" of its Locust user (imported only inside Locust, which
+                     patches the process for gevent), or None with `no_load` saying why
+    fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer)
+    crosscheck       the folder of its non-Python concurrency-1 client (clients/<p>/crosscheck),
+                     or None with `no_crosscheck` saying why
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-
-from contract.errors import ERRORS, GRPC_STATUS, HTTP_STATUS, RESOURCE_EXHAUSTED, UNAVAILABLE
 
 TRANSPORTS = ("http", "http2", "websocket")
 PAYLOADS = ("http_body", "grpc_messages", "websocket_data")
 # tshark's dissector for each transport (a WebSocket starts as an HTTP/1.1 upgrade).
 DISSECTOR = {"http": "http", "http2": "http2", "websocket": "http"}
+HERE = Path(__file__).resolve().parent
+
+
+def _load(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
 class Protocol:
     name: str
+    order: int
     label: str
     client: str
     endpoint: str
@@ -57,10 +71,18 @@ class Protocol:
     client_packages: tuple[str, ...]
     native_error: Callable[[Any, str], bool]
     error_spelling: str
+    fuzzer: str
+    messaging: bool = False
+    load_user: str | None = None
+    no_load: str = ""
+    crosscheck: str | None = None
+    no_crosscheck: str = ""
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport
         assert self.payload in PAYLOADS, self.payload
+        assert self.load_user or self.no_load, f"{self.name}: a load user, or why there is none"
+        assert self.crosscheck or self.no_crosscheck, f"{self.name}: a cross-check client, or why there is none"
 
     @property
     def scheme(self) -> str:
@@ -72,83 +94,35 @@ class Protocol:
         return DISSECTOR[self.transport]
 
     def client_class(self) -> type:
-        module, _, cls = self.client.partition(":")
-        return getattr(importlib.import_module(module), cls)
+        return _load(self.client)
+
+    def fuzzer_function(self) -> Callable[..., Any]:
+        return _load(self.fuzzer)
+
+    def load_user_class(self) -> type:
+        """Its Locust user; import only in a Locust process (gevent's patching)."""
+        if not self.load_user:
+            raise ValueError(f"{self.name}: no load user ({self.no_load})")
+        return _load(self.load_user)
+
+    def crosscheck_dir(self) -> Path | None:
+        return HERE / self.name / self.crosscheck if self.crosscheck else None
 
 
-def _http_status(native: Any, code: str) -> bool:
-    return native == HTTP_STATUS[code]
+def _discover() -> dict[str, Protocol]:
+    found = []
+    for info in pkgutil.iter_modules([str(HERE)]):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"clients.{info.name}")
+        descriptor = getattr(module, "DESCRIPTOR", None)
+        if descriptor is not None:
+            assert descriptor.name == info.name, f"clients/{info.name}/ describes {descriptor.name!r}"
+            found.append(descriptor)
+    return {p.name: p for p in sorted(found, key=lambda p: (p.order, p.name))}
 
 
-def _grpc_status(native: Any, code: str) -> bool:
-    return getattr(native, "name", None) == GRPC_STATUS[code]
-
-
-def _graphql_error(native: Any, code: str) -> bool:
-    status, extension_code = native
-    allowed = {RESOURCE_EXHAUSTED: (413,), UNAVAILABLE: (200, 503)}.get(code, (200, 400))
-    return extension_code == code and status in allowed
-
-
-def _soap_fault(native: Any, code: str) -> bool:
-    """(faultcode without its subcode, the contract code in the Fault's detail)."""
-    return native == (ERRORS[code]["soap"]["faultcode"], code)
-
-
-def _message_error(native: Any, code: str) -> bool:
-    return isinstance(native, dict) and native.get("code") == code
-
-
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
-    Protocol(
-        name="rest", label="REST", client="clients.rest:RestClient",
-        endpoint="http://{host}:{port}", default_port=8000, transport="http", payload="http_body",
-        payload_source="HTTP body: http.content_length",
-        client_packages=("requests", "urllib3"), native_error=_http_status,
-        error_spelling="the HTTP status of the contract's error table"),
-    Protocol(
-        name="grpc", label="gRPC", client="clients.grpc:GrpcClient",
-        endpoint="{host}:{port}", default_port=50051, transport="http2", payload="grpc_messages",
-        payload_source="protobuf messages: grpc.message_length (without the 5-byte prefix)",
-        client_packages=("grpcio", "protobuf"), native_error=_grpc_status,
-        error_spelling="the gRPC status code of the contract's error table"),
-    Protocol(
-        name="graphql", label="GraphQL", client="clients.graphql:GraphQLClient",
-        endpoint="http://{host}:{port}/graphql", default_port=8000, transport="http",
-        payload="http_body",
-        payload_source="HTTP body (query + variables / data): http.content_length",
-        client_packages=("requests", "urllib3"), native_error=_graphql_error,
-        error_spelling="errors[].extensions.code = the contract code, HTTP 200/400 "
-                       "(413 when too large, 503 allowed when unavailable)"),
-    Protocol(
-        name="ws", label="WebSockets", client="clients.ws:WebSocketClient",
-        endpoint="ws://{host}:{port}/ws", default_port=8000, transport="websocket",
-        payload="websocket_data",
-        payload_source="WebSocket data-frame payload: websocket.payload_length",
-        client_packages=("simple-websocket", "wsproto"), native_error=_message_error,
-        error_spelling='an {"error": {"code": ...}} reply to the request (contract/ws-protocol.md)'),
-    Protocol(
-        name="socketio", label="socket.io", client="clients.socketio:SocketIOClient",
-        endpoint="http://{host}:{port}/socket.io/", default_port=8000, transport="websocket",
-        payload="websocket_data",
-        payload_source="WebSocket data-frame payload (Engine.IO + socket.io packets): websocket.payload_length",
-        client_packages=("python-socketio", "python-engineio", "websocket-client"),
-        native_error=_message_error,
-        error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)'),
-    Protocol(
-        name="soap", label="SOAP", client="clients.soap:SoapClient",
-        endpoint="http://{host}:{port}/soap", default_port=8000, transport="http", payload="http_body",
-        payload_source="HTTP body (the SOAP envelope): http.content_length",
-        client_packages=("zeep", "lxml", "requests"), native_error=_soap_fault,
-        error_spelling="a SOAP 1.1 Fault: faultcode Client or Server (contract.json column soap), "
-                       "the contract code in <detail><code>"),
-    Protocol(
-        name="sse", label="SSE", client="clients.sse:SseClient",
-        endpoint="http://{host}:{port}", default_port=8000, transport="http", payload="http_body",
-        payload_source="HTTP body: http.content_length (an event stream's chunks are not counted)",
-        client_packages=("httpx", "h2"), native_error=_http_status,
-        error_spelling="the HTTP status of the contract's error table (contract/push.md)"),
-)}
+PROTOCOLS: dict[str, Protocol] = _discover()
 
 
 def get(name: str) -> Protocol:
@@ -156,7 +130,7 @@ def get(name: str) -> Protocol:
         return PROTOCOLS[name]
     except KeyError:
         raise ValueError(f"no protocol descriptor {name!r} (known: {', '.join(PROTOCOLS)}); "
-                         "add one to clients/protocols.py") from None
+                         "add a folder clients/<protocol>/ with a DESCRIPTOR") from None
 
 
 def label(name: str) -> str:

@@ -13,6 +13,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.strategies import SearchStrategy
 
 from clients import check_health
+from clients.protocols import PROTOCOLS as DESCRIPTORS
 from contract.game import check_game
 from lab import dataset
 from lab.stack import Lab
@@ -159,7 +160,7 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
     store = lab.store()
     try:
         model = Model(store, tally)
-        strategy, execute, close = _fuzzers()[impl.protocol](lab.endpoints[name])
+        strategy, execute, close = DESCRIPTORS[impl.protocol].fuzzer_function()(lab.endpoints[name])
         key = (impl.protocol, cases, seed)
         if key not in _DRAWN:
             _DRAWN[key] = draw(strategy, cases, seed)
@@ -181,19 +182,4 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
 Fuzzer = Callable[[str], tuple[SearchStrategy, Execute, Callable[[], None]]]
 
 
-def _fuzzers() -> dict[str, Fuzzer]:
-    from fuzz import (  # they import this module
-        graphql_fuzz,
-        grpc_fuzz,
-        rest_fuzz,
-        soap_fuzz,
-        socketio_fuzz,
-        sse_fuzz,
-        ws_fuzz,
-    )
-    return {"rest": rest_fuzz.fuzzer, "grpc": grpc_fuzz.fuzzer, "graphql": graphql_fuzz.fuzzer,
-            "ws": ws_fuzz.fuzzer, "socketio": socketio_fuzz.fuzzer, "soap": soap_fuzz.fuzzer,
-            "sse": sse_fuzz.fuzzer}
-
-
-PROTOCOLS = ("rest", "grpc", "graphql", "ws", "socketio", "soap", "sse")  # those with a fuzzer
+PROTOCOLS = tuple(name for name, p in DESCRIPTORS.items() if p.fuzzer)  # those with a fuzzer

@@ -14,7 +14,7 @@ from lab import interpreter, settings
 from lab.database import Database
 from lab.registry import Implementation
 
-# Every protocol's client packages (clients/protocols.py), the baseline's driver and the timer.
+# Every protocol's client packages (clients/<protocol>/__init__.py), the baseline's driver and the timer.
 CLIENT_PACKAGES = (*dict.fromkeys(p for d in PROTOCOLS.values() for p in d.client_packages),
                    "pymongo", "pytest-benchmark")
 

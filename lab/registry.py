@@ -278,7 +278,7 @@ def discover(root: Path = SERVICES) -> list[Implementation]:
     found = [_load(p) for p in sorted(root.glob("*/*/manifest.toml"))]
 
     def order(impl: Implementation) -> tuple[int, int, str]:
-        # By protocol (clients/protocols.py), then by language within it (Python, the
+        # By protocol (clients/<protocol>/__init__.py), then by language within it (Python, the
         # reference, first), then by folder.
         rank = PROTOCOL_ORDER.index(impl.protocol) if impl.protocol in PROTOCOL_ORDER else 99
         language = LANGUAGE_ORDER.index(impl.language) if impl.language in LANGUAGE_ORDER else 99

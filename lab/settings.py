@@ -10,7 +10,7 @@ from clients.protocols import PROTOCOLS
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MODES = ("native", "docker")
-# The order of clients/protocols.py, the one place a protocol is described.
+# The order of clients/<protocol>/__init__.py, the one place a protocol is described.
 PROTOCOL_ORDER = tuple(PROTOCOLS)
 
 

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from google.protobuf.json_format import MessageToDict
 
-from clients.graphql import QUERIES
+from clients.graphql.client import QUERIES
 from contract import games_pb2 as pb
 from contract.codec import dumps
 from contract.grpc_codec import game_to_message
@@ -87,7 +87,7 @@ def soap_envelope(op: str, params: dict[str, Any]) -> str:
     """The SOAP 1.1 envelope the lab's SOAP client (zeep, from contract/games.wsdl) sends for `op`."""
     from lxml import etree
 
-    from clients.soap import SoapClient, _game_to
+    from clients.soap.client import SoapClient, _game_to
     client = SoapClient("http://127.0.0.1:9/soap")  # builds messages only: never dials
     try:
         args = [_game_to(v) if k == "game" else v for k, v in params.items()]

@@ -1,4 +1,4 @@
-"""The report's order and grouping: by protocol (clients/protocols.py order),
+"""The report's order and grouping: by protocol (clients/<protocol>/__init__.py order),
 and by language within a protocol (the manifest's `language`; Python, the
 reference, first)."""
 

@@ -13,7 +13,7 @@ import requests
 from expect import expect
 from lxml import etree
 
-from clients.soap import SOAP_ENV
+from clients.soap.client import SOAP_ENV
 from contract.errors import (
     INVALID_ARGUMENT,
     NOT_FOUND,

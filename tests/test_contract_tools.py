@@ -12,7 +12,7 @@ from graphql import parse, validate
 from jsonschema.exceptions import SchemaError
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
-from clients.graphql import QUERIES
+from clients.graphql.client import QUERIES
 from contract.errors import ERRORS
 from contract.game import FIELDS, ID_PATTERN, LIMITS
 from contract.validate import (

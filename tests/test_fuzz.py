@@ -38,7 +38,7 @@ def test_the_cases_drawn_with_one_seed_are_the_same_each_time():
     implementations, on the ground that what a seed draws does not depend on
     anything else. Drawn twice here (REST, the contract's OpenAPI document): the
     same requests; with another seed, others."""
-    from fuzz import rest_fuzz
+    from clients.rest import fuzz as rest_fuzz
     from fuzz.runner import draw
 
     def requests(seed: int) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 from expect import expect
 from simple_websocket import ConnectionClosed
 
-from clients.ws import Connection
+from clients.ws.client import Connection
 from contract.codec import dumps
 from contract.errors import RESOURCE_EXHAUSTED
 from contract.game import LIMITS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES

@@ -1,4 +1,4 @@
-"""One descriptor per protocol (clients/protocols.py) covers every implementation,
+"""One descriptor per protocol (clients/<protocol>/__init__.py) covers every implementation,
 and the places that used to hold their own tables read it."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_the_places_that_had_their_own_tables_read_the_descriptors() -> None:
 
 
 def test_an_unknown_protocol_says_where_to_add_it() -> None:
-    with pytest.raises(ValueError, match="clients/protocols.py"):
+    with pytest.raises(ValueError, match="clients/<protocol>/"):
         connect("carrier-pigeon", "http://127.0.0.1:1")
 
 

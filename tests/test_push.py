@@ -13,7 +13,7 @@ import time
 import pytest
 import watched
 
-from clients.sse import SseClient
+from clients.sse.client import SseClient
 from contract.errors import INVALID_ARGUMENT, ContractError
 from lab import dataset
 from lab.registry import discover
@@ -122,13 +122,13 @@ def test_socketio_client_takes_messages_on_the_reading_thread_in_arrival_order(i
 
 
 def test_socketio_client_without_the_pure_python_check_still_rejects_invalid_utf8():
-    """The socket.io client skips websocket-client's byte-by-byte UTF-8 check (clients/socketio.py);
+    """The socket.io client skips websocket-client's byte-by-byte UTF-8 check (clients/socketio/client.py);
     a text frame that is not UTF-8 must still fail in recv(), which decodes it."""
     import socket
 
     import websocket
 
-    from clients.socketio import SocketIOClient
+    from clients.socketio.client import SocketIOClient
 
     options = SocketIOClient.WEBSOCKET_OPTIONS
     assert options["skip_utf8_validation"] is True

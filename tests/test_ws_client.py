@@ -1,4 +1,4 @@
-"""The WebSocket client's connection (clients/ws.py, Connection): connect and
+"""The WebSocket client's connection (clients/ws/client.py, Connection): connect and
 handshake bounded by a timeout of the connection's own, the process's default
 socket timeout never touched, and an idle connection kept open."""
 
@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from clients.ws import Connection, WebSocketClient
+from clients.ws.client import Connection, WebSocketClient
 
 SERVICE = "ws/go_coder"  # any WebSocket service: the client is what is tested
 

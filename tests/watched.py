@@ -30,11 +30,11 @@ _WATCHED: set[int] = set()
 
 def watch(client: Any) -> Any:
     """Record what `client` receives (once per client object); returns it."""
-    from clients.rest import RestClient
-    from clients.soap import SoapClient
-    from clients.socketio import PUSH_EVENT, SocketIOClient
-    from clients.sse import SseClient
-    from clients.ws import WebSocketClient
+    from clients.rest.client import RestClient
+    from clients.soap.client import SoapClient
+    from clients.socketio.client import PUSH_EVENT, SocketIOClient
+    from clients.sse.client import SseClient
+    from clients.ws.client import WebSocketClient
 
     if id(client) in _WATCHED:
         return client

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
-from clients.ws import Connection
+from clients.ws.client import Connection
 from contract.errors import INTERNAL
 from contract.validate import ws_message_errors, ws_schema
 from fuzz.values import hostile_text, seeded_ids

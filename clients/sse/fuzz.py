@@ -16,7 +16,7 @@ from urllib.parse import quote
 import httpx
 from hypothesis import strategies as st
 
-from clients.sse import EventStream
+from clients.sse.client import EventStream
 from contract.codec import loads
 from contract.errors import INVALID_ARGUMENT
 from contract.validate import push_schema, sse_event_errors

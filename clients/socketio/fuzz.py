@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 import socketio
 from hypothesis import strategies as st
 
-from clients.socketio import CODEC, EVENT
+from clients.socketio.client import CODEC, EVENT
 from fuzz.values import hostile_text
-from fuzz.ws_fuzz import JSON_VALUES, invalid_requests, judge, valid_requests
+from clients.ws.fuzz import JSON_VALUES, invalid_requests, judge, valid_requests
 from lab.settings import CALL_TIMEOUT
 
 if TYPE_CHECKING:

@@ -102,7 +102,7 @@ class SocketIOClient(OperationClient):
             self.pushed.append((message, 2 + len(dumpb([PUSH_EVENT, message]))))
             self._arrived.notify_all()
 
-    # --- echo, broadcast and push (ws-protocol.md, push.md), as clients/ws.py ----
+    # --- echo, broadcast and push (ws-protocol.md, push.md), as clients/ws/client.py ----
 
     def echo(self, payload: Any) -> Any:
         return self._call("echo", payload=payload)
@@ -111,7 +111,7 @@ class SocketIOClient(OperationClient):
         return self._call("broadcast", payload=payload)
 
     def subscribe(self, feed: str, last_event_id: str | None = None, **params: Any) -> Any:
-        from clients.ws import PushStream  # the WebSocket client's stream reads next_push()
+        from clients.ws.client import PushStream  # the WebSocket client's stream reads next_push()
 
         if last_event_id is not None:
             params["last_event_id"] = last_event_id

@@ -1,0 +1,15 @@
+"""socket.io over its WebSocket transport (contract/socketio-protocol.md)."""
+
+from clients.protocols import Protocol
+from clients.ws import message_error
+
+DESCRIPTOR = Protocol(
+    name="socketio", order=50, label="socket.io", client="clients.socketio.client:SocketIOClient",
+    endpoint="http://{host}:{port}/socket.io/", default_port=8000, transport="websocket",
+    payload="websocket_data",
+    payload_source="WebSocket data-frame payload (Engine.IO + socket.io packets): websocket.payload_length",
+    client_packages=("python-socketio", "python-engineio", "websocket-client"),
+    native_error=message_error,
+    error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)',
+    fuzzer="clients.socketio.fuzz:fuzzer", messaging=True, load_user="clients.socketio.load:SocketIOUser",
+    crosscheck="crosscheck")
