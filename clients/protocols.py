@@ -2,7 +2,7 @@
 
 A protocol is one folder, clients/<protocol>/: its package's __init__.py
 defines DESCRIPTOR (a Protocol below), and beside it sit its client
-(client.py), its Locust user (load.py), its fuzz strategies (fuzz.py) and its
+(client.py), the client as its Locust users run it (load.py), its fuzz strategies (fuzz.py) and its
 concurrency-1 cross-check client in Go or Node.js (crosscheck/). Instruments
 iterate over PROTOCOLS and call the hooks a descriptor names; none of them
 names a protocol. Adding a protocol is adding a folder with a DESCRIPTOR.
@@ -29,8 +29,10 @@ What a descriptor says:
     error_spelling   that spelling in words, for the documentation and test messages
     messaging        True: one connection per client carries request and reply messages
                      (WebSocket, socket.io): a load user holds it for the whole run
-    load_user        "module:Class" of its Locust user (imported only inside Locust, which
-                     patches the process for gevent), or None with `no_load` saying why
+    load_client      "module:function" (endpoint, timeout) -> its client, made to cooperate with
+                     gevent for the Locust users (load/locustfile.py) that drive it: imported
+                     only in a Locust process, which gevent has patched; or None with `no_load`
+                     saying why
     fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer)
     crosscheck       the folder of its non-Python concurrency-1 client (clients/<p>/crosscheck),
                      or None with `no_crosscheck` saying why
@@ -73,7 +75,7 @@ class Protocol:
     error_spelling: str
     fuzzer: str
     messaging: bool = False
-    load_user: str | None = None
+    load_client: str | None = None
     no_load: str = ""
     crosscheck: str | None = None
     no_crosscheck: str = ""
@@ -81,7 +83,7 @@ class Protocol:
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport
         assert self.payload in PAYLOADS, self.payload
-        assert self.load_user or self.no_load, f"{self.name}: a load user, or why there is none"
+        assert self.load_client or self.no_load, f"{self.name}: a load client, or why there is none"
         assert self.crosscheck or self.no_crosscheck, f"{self.name}: a cross-check client, or why there is none"
 
     @property
@@ -99,11 +101,11 @@ class Protocol:
     def fuzzer_function(self) -> Callable[..., Any]:
         return _load(self.fuzzer)
 
-    def load_user_class(self) -> type:
-        """Its Locust user; import only in a Locust process (gevent's patching)."""
-        if not self.load_user:
-            raise ValueError(f"{self.name}: no load user ({self.no_load})")
-        return _load(self.load_user)
+    def load_connect(self) -> Callable[[str, float], Any]:
+        """(endpoint, timeout) -> its client for a Locust process (gevent's patching)."""
+        if not self.load_client:
+            raise ValueError(f"{self.name}: no load client ({self.no_load})")
+        return _load(self.load_client)
 
     def crosscheck_dir(self) -> Path | None:
         return HERE / self.name / self.crosscheck if self.crosscheck else None

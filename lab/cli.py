@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser.set_defaults(run=serve)
     commands.add_parser("list", help="list the discovered implementations").set_defaults(
         run=list_implementations)
-    load_parser = commands.add_parser("load", help="concurrent load with k6 (make load; python -m load --help)")
+    load_parser = commands.add_parser("load", help="concurrent load on Locust (make load; python -m load --help)")
     from load.__main__ import add_arguments
     from load.__main__ import run as run_load
     add_arguments(load_parser)

@@ -146,7 +146,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         partial.replace(listed)  # every worker writes the same list; a reader never sees half of one
 
 
-# A test marked `alone` (1,000 k6 clients against one service) makes a claim
+# A test marked `alone` (1,000 Locust clients against one service) makes a claim
 # about a service, not about a machine shared with two other test workers: it
 # runs with no other worker's test beside it. A readers-writer lock across the
 # workers of one run (flock): every test holds it shared, an `alone` test

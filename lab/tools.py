@@ -1,7 +1,7 @@
 """External programs the lab installs once into its cache and reuses.
 
-    from lab.tools import k6
-    k6()  # Path of the k6 binary, built with `go install` on first use (~2 min)
+    from lab.tools import grpcurl
+    grpcurl()  # Path of the grpcurl binary, built with `go install` on first use
 
 Each is built from its own registry (here the Go module proxy) at a pinned
 version, under a lock so that two runs starting at once build it once.
@@ -17,8 +17,6 @@ from pathlib import Path
 
 from lab import settings
 
-K6_MODULE = "go.k6.io/k6"
-K6_VERSION = "v1.8.1"
 GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
 GRPCURL_VERSION = "v1.9.3"
 
@@ -43,15 +41,6 @@ def go_install(module: str, version: str, binary: str) -> Path:
     return path
 
 
-def k6() -> Path:
-    return go_install(K6_MODULE, K6_VERSION, "k6")
-
-
 def grpcurl() -> Path:
     """grpcurl, the command-line gRPC client (it finds services by server reflection)."""
     return go_install(GRPCURL_MODULE, GRPCURL_VERSION, "grpcurl")
-
-
-def k6_version() -> str:
-    out = subprocess.run([str(k6()), "version"], capture_output=True, text=True, timeout=30).stdout
-    return out.strip().splitlines()[0] if out.strip() else K6_VERSION

@@ -1,123 +1,103 @@
-"""One run of Fernando & Engel's broadcast test with k6 (load/scripts/broadcast.js):
-`receivers` connections and one sender; the sender broadcasts BROADCASTS
-messages, INTERVAL_MS apart, once the server reports every receiver
-connected; each receiver records receive time − send time (the same k6
-process's millisecond clock at both ends).
+"""One run of Fernando & Engel's broadcast test on Locust (load/locustfile.py,
+--lab-broadcasts): `receivers` connections and one sender; the sender
+broadcasts BROADCASTS messages, INTERVAL_MS apart, once the server reports
+every receiver connected; each receiver records receive time − send time
+(time.time_ns() at both ends: one machine's clock, whichever Locust process
+the receiver runs in).
 
-A broadcast counts only if the server delivered it to every receiver
-(its reply's `delivered`); the run's latency is over every receipt of
-those, and receipts missing from them are reported as lost.
+A broadcast counts only if the server delivered it to every receiver (its
+reply's `delivered`); the run's latency is over every receipt of those, and
+receipts missing from them are reported as lost.
 """
 
 from __future__ import annotations
 
-import csv
-import math
-import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 from lab.resources import cpu_seconds
 from lab.stack import Lab
-from load import k6, runner
-from load.pinning import Pinning, pin_tree
+from load import histograms, runner
+from load.engine import LocustRun, Plan
+from load.pinning import pin_tree
 
 BROADCASTS = 3         # measured broadcasts per run
 INTERVAL_MS = 1000     # between them (the study: one every 3 s)
-PROBE_MS = 250         # the sender asks again whether every receiver is connected
-PAD = 80               # payload {"n", "sent_ms", "pad"}: ~120 bytes of JSON, as the echo test's
 
 
-def plan(lab: Lab, impl: Any, receivers: int) -> dict[str, Any]:
+def run(lab: Lab, impl: Any, receivers: int, s: runner.Settings) -> dict[str, Any]:
+    pins = s.pinning
     connect_allowance = 10 + receivers / 50  # s: every receiver connected, on a loaded machine
     seconds = connect_allowance + (BROADCASTS + 2) * INTERVAL_MS / 1000
-    return {"target": lab.endpoints[impl.name], "framing": impl.protocol, "receivers": receivers,
-            "broadcasts": BROADCASTS, "interval_ms": INTERVAL_MS, "probe_ms": PROBE_MS, "pad": PAD,
-            "duration_s": seconds, "request": {},
-            "executor": {"executor": "per-vu-iterations", "vus": receivers + 1, "iterations": 1,
-                         "maxDuration": f"{math.ceil(seconds) + 30}s", "gracefulStop": "5s"}}
-
-
-def run(lab: Lab, impl: Any, receivers: int, pins: Pinning) -> dict[str, Any]:
-    p = plan(lab, impl, receivers)
-    if pins.enabled:
+    plan = Plan(impl.name, impl.protocol, runner.endpoint(lab, impl, s), operation="broadcast",
+                users=receivers + 1, duration_s=seconds)
+    if pins and pins.enabled:
         for pid in (lab.pids[impl.name], lab.database.pid):
             if pid:
                 pin_tree(pid, pins.services)
     runner.settle(lab, impl)
-    job = k6.K6Run(impl.protocol, p, cpus=set(pins.generator) if pins.enabled else None, script="broadcast.js")
+    job = LocustRun(plan, workers=s.workers, cpus=set(pins.generator) if pins and pins.enabled else None,
+                    netns=s.netns, extra=["--lab-broadcasts", str(BROADCASTS), "--lab-interval-ms", str(INTERVAL_MS)])
     server = lab.pids[impl.name]
     cpu_before = cpu_seconds(server)
     t0 = time.monotonic()
     job.start()
     try:
-        code = job.wait(timeout=p["duration_s"] + 90)
+        job.wait(timeout=seconds + 90)
+        result = job.result()
     finally:
         job.stop()
-    wall = time.monotonic() - t0
-    server_cpu = cpu_seconds(server) - cpu_before
-    try:
-        row = fold(job.check_output(), receivers, BROADCASTS)
-    finally:
-        log = job.log_tail() if code else ""
+        failures = job.failures()
         job.cleanup()
+    wall = time.monotonic() - t0
+    row = fold(result, receivers, BROADCASTS)
     row.update(receivers=receivers, senders=1, interval_ms=INTERVAL_MS, wall_s=round(wall, 2),
-               server_cpu_s=round(server_cpu, 3), generator_cpu_s=job.cpu_s, k6_exit=code)
-    if code:
+               server_cpu_s=round(cpu_seconds(server) - cpu_before, 3),
+               generator_cpu_s=round(sum(p.cpu_s or 0 for p in job.processes), 3))
+    if failures:
         row["valid"] = False
-        row["invalid_reasons"].append(f"k6 exited with {code}: {log[-300:]}")
+        row["invalid_reasons"].append(f"Locust exited with an error: {failures[-300:]}")
     return row
 
 
-def _tag(extra: str, name: str) -> str | None:
-    for part in extra.split("&"):
-        key, _, value = part.partition("=")
-        if key == name:
-            return value
-    return None
-
-
-def fold(path: Path, receivers: int, broadcasts: int) -> dict[str, Any]:
-    """The run's figures from k6's CSV: latency (ms) over receipts of fully
-    delivered broadcasts, connection time (ms), errors by kind."""
-    latency: dict[str, list[float]] = {}
-    delivered: dict[str, int] = {}
-    connect: list[float] = []
+def fold(result: dict[str, Any], receivers: int, broadcasts: int) -> dict[str, Any]:
+    """The run's figures from the workers' results: latency (ms) over receipts
+    of fully delivered broadcasts, connection time (ms), errors by kind."""
+    delivered: dict[int, int] = {}
+    receipts: dict[int, Any] = {}
     errors: dict[str, int] = {}
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None) or []
-        col = {name: i for i, name in enumerate(header)}
-        for row in reader:
-            name, value, extra = row[0], row[2], row[col["extra_tags"]] if "extra_tags" in col else ""
-            if name == "lab_latency":
-                latency.setdefault(_tag(extra, "n") or "?", []).append(float(value))
-            elif name == "lab_delivered":
-                delivered[_tag(extra, "n") or "?"] = round(float(value))
-            elif name == "lab_connect":
-                connect.append(float(value))
-            elif name == "lab_errors":
-                kind = _tag(extra, "kind") or "unknown"
-                errors[kind] = errors.get(kind, 0) + round(float(value))
+    for w in result["workers"]:
+        for n, count in w["delivered"].items():
+            delivered[int(n)] = count
+        for n, text in w["receipts"].items():
+            receipts.setdefault(int(n), histograms.new_histogram()).add(histograms.decode(text))
+        for kind, count in w["errors_total"].items():
+            errors[kind] = errors.get(kind, 0) + count
     full = [n for n, count in sorted(delivered.items()) if count >= receivers]
-    samples = [x for n in full for x in latency.get(n, [])]
-    lost = len(full) * receivers - len(samples)
+    latency = histograms.new_histogram()
+    for n in full:
+        if n in receipts:
+            latency.add(receipts[n])
+    received = latency.get_total_count()
+    lost = len(full) * receivers - received
     reasons = []
     if len(full) < broadcasts:
         reasons.append(f"{len(full)} of {broadcasts} broadcasts reached every receiver "
                        f"(delivered: {dict(sorted(delivered.items()))})")
     if lost:
         reasons.append(f"{lost} receipts of delivered broadcasts missing")
-    return {"broadcasts": len(full), "latency_ms": describe(samples), "connect_ms": describe(connect),
+    connect = histograms.merged([w["connect"] for w in result["workers"]])
+    return {"broadcasts": len(full), "latency_ms": describe(latency), "connect_ms": describe(connect),
             "lost": lost, "errors": errors, "valid": not reasons, "invalid_reasons": reasons}
 
 
-def describe(values: list[float]) -> dict[str, Any]:
-    """mean, median, σ (sample), min, max, count: the study's Table 2 statistics."""
-    if not values:
+def describe(histogram: Any) -> dict[str, Any]:
+    """mean, median, σ, min, max, count, in ms: the study's Table 2 statistics
+    (from the µs histogram: within its 3 significant digits)."""
+    count = histogram.get_total_count()
+    if not count:
         return {"count": 0, "mean": None, "median": None, "stddev": None, "min": None, "max": None}
-    return {"count": len(values), "mean": round(statistics.fmean(values), 3),
-            "median": round(statistics.median(values), 3),
-            "stddev": round(statistics.stdev(values), 3) if len(values) > 1 else 0.0,
-            "min": min(values), "max": max(values)}
+    return {"count": count, "mean": round(histogram.get_mean_value() / 1000, 3),
+            "median": round(histogram.get_value_at_percentile(50) / 1000, 3),
+            "stddev": round(histogram.get_stddev() / 1000, 3),
+            "min": round(histogram.get_min_value() / 1000, 3), "max": round(histogram.get_max_value() / 1000, 3)}

@@ -1,11 +1,12 @@
-"""Generators on simulated hosts: each k6 process in its own network
-namespace, joined to the host (where the database and the services run) by
-a veth pair at MTU 1,500 (capture/netns.py's link, as `make capture NETNS=1`
-uses). The services bind one address (LAB_HOST, here 0.0.0.0) and each
-generator dials another: its link's host-side address.
+"""Locust workers on simulated hosts: each worker in its own network
+namespace, joined to the host (where the database, the services and the
+Locust master run) by a veth pair at MTU 1,500 (capture/netns.py's link, as
+`make capture NETNS=1` uses). The services bind one address (LAB_HOST, here
+0.0.0.0) and each worker dials another: its link's host-side address, where
+it finds the master too.
 
-    with generator_namespaces(settings, 2):   # fills settings.netns
-        runner.run(...)                       # k6 segment i runs in namespace i
+    with worker_namespaces(settings, 2):   # fills settings.netns
+        runner.run(...)                    # worker i runs in namespace i
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from load.runner import Settings
 
 
 @contextmanager
-def generator_namespaces(s: Settings, count: int) -> Iterator[list[tuple[str, str]]]:
+def worker_namespaces(s: Settings, count: int) -> Iterator[list[tuple[str, str]]]:
     with ExitStack() as stack:
         links = []
         for _ in range(count):
@@ -27,7 +28,7 @@ def generator_namespaces(s: Settings, count: int) -> Iterator[list[tuple[str, st
             except NetnsUnavailable as exc:
                 raise SystemExit(f"--netns needs root (ip netns add): {exc}") from None
         s.netns = [(link.namespace, link.host_addr) for link in links]
-        s.segments = max(s.segments, count)
+        s.workers = max(s.workers, count)
         try:
             yield s.netns
         finally:

@@ -55,6 +55,7 @@ from lab.context import run_context
 from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import running_lab
 from load import pinning
+from load.common import RESULTS, write
 
 SOURCE = Path(__file__).parent / "push-client"
 TIMEPLUS_BATCHES = (1, 10, 50, 100, 200, 400)
@@ -280,7 +281,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="results directory (default results/load)")
     args = parser.parse_args(argv)
     settings.measuring()
-    from load.__main__ import RESULTS, write
     out = Path(args.out) if args.out else RESULTS
     p = plan(args.scenario, args.quick, args.impl)
     print(f"push: {sum(len(r) for r in p.runs.values())} runs, {p.seconds():.0f} s of windows", flush=True)

@@ -18,5 +18,5 @@ DESCRIPTOR = Protocol(
     client_packages=("requests", "urllib3"), native_error=graphql_error,
     error_spelling="errors[].extensions.code = the contract code, HTTP 200/400 "
                    "(413 when too large, 503 allowed when unavailable)",
-    fuzzer="clients.graphql.fuzz:fuzzer", load_user="clients.graphql.load:GraphQLUser",
+    fuzzer="clients.graphql.fuzz:fuzzer", load_client="clients.graphql.load:connect",
     crosscheck="crosscheck")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import requests
-
 from clients.base import OperationClient
+from clients.http import RequestsTransport, Transport
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, LANGUAGE_DETAILS
@@ -33,20 +32,21 @@ JSON = {"Content-Type": "application/json"}
 class GraphQLClient(OperationClient):
     protocol = "graphql"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None):
         self.url = endpoint
         self.timeout = timeout
-        self.session = requests.Session()
+        self.transport = transport or RequestsTransport(timeout)
+        self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _post(self, op: str, body: bytes) -> Any:
-        response = self.session.post(self.url, data=body, headers=JSON, timeout=self.timeout)
+        response = self.transport("POST", self.url, body, JSON)
         try:
             payload = loads(response.content)
         except ValueError:
-            raise error_for(CODE_OF_HTTP_STATUS.get(response.status_code, INTERNAL),
-                            response.text[:200], native=response.status_code) from None
+            raise error_for(CODE_OF_HTTP_STATUS.get(response.status, INTERNAL),
+                            response.text[:200], native=response.status) from None
         if payload.get("errors"):
-            raise _error(payload["errors"][0], response.status_code)
+            raise _error(payload["errors"][0], response.status)
         return payload["data"][FIELD_OF[op]]
 
     def _call(self, op: str, **variables: Any) -> Any:
@@ -56,7 +56,7 @@ class GraphQLClient(OperationClient):
         return self._post(op, body)
 
     def close(self) -> None:
-        self.session.close()
+        self.transport.close()
 
 
 def _error(error: dict[str, Any], status: int) -> ContractError:

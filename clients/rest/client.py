@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
-
-import requests
+from urllib.parse import quote, urlencode
 
 from clients.base import Game
+from clients.http import Reply, RequestsTransport, Transport
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
 from lab.settings import CALL_TIMEOUT
@@ -18,17 +17,17 @@ JSON = {"Content-Type": "application/json"}
 class RestClient:
     protocol = "rest"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None):
         self.base = endpoint.rstrip("/")
         self.timeout = timeout
-        self.session = requests.Session()
+        self.transport = transport or RequestsTransport(timeout)
+        self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _call(self, method: str, path: str, body: bytes | None = None,
               params: dict[str, int] | None = None) -> Any:
-        response = self.session.request(
-            method, self.base + path, data=body, params=params,
-            headers=JSON if body is not None else None, timeout=self.timeout)
-        if response.status_code >= 400:
+        url = self.base + path + ("?" + urlencode(params) if params else "")
+        response = self.transport(method, url, body, JSON if body is not None else {})
+        if response.status >= 400:
             raise _error(response)
         return loads(response.content) if response.content else None
 
@@ -60,14 +59,14 @@ class RestClient:
         return self._call(method, path, body)
 
     def close(self) -> None:
-        self.session.close()
+        self.transport.close()
 
 
-def _error(response: requests.Response) -> ContractError:
+def _error(response: Reply) -> ContractError:
     try:
         error = loads(response.content)["error"]
         code, message = error["code"], error["message"]
     except (ValueError, KeyError, TypeError):
-        code = CODE_OF_HTTP_STATUS.get(response.status_code, INTERNAL)
+        code = CODE_OF_HTTP_STATUS.get(response.status, INTERNAL)
         message = response.text[:200]
-    return error_for(code, message, native=response.status_code)
+    return error_for(code, message, native=response.status)

@@ -11,5 +11,5 @@ DESCRIPTOR = Protocol(
     client_packages=("python-socketio", "python-engineio", "websocket-client"),
     native_error=message_error,
     error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)',
-    fuzzer="clients.socketio.fuzz:fuzzer", messaging=True, load_user="clients.socketio.load:SocketIOUser",
+    fuzzer="clients.socketio.fuzz:fuzzer", messaging=True, load_client="clients.socketio.load:connect",
     crosscheck="crosscheck")

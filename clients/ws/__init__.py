@@ -14,5 +14,5 @@ DESCRIPTOR = Protocol(
     payload_source="WebSocket data-frame payload: websocket.payload_length",
     client_packages=("simple-websocket", "wsproto"), native_error=message_error,
     error_spelling='an {"error": {"code": ...}} reply to the request (contract/ws-protocol.md)',
-    fuzzer="clients.ws.fuzz:fuzzer", messaging=True, load_user="clients.ws.load:WebSocketUser",
+    fuzzer="clients.ws.fuzz:fuzzer", messaging=True, load_client="clients.ws.load:connect",
     crosscheck="crosscheck")

@@ -1,0 +1,8 @@
+"""The WebSocket protocol in a Locust process: the lab's WebSocketClient, its
+reader thread a greenlet under gevent's patching."""
+
+from clients.ws.client import WebSocketClient
+
+
+def connect(endpoint: str, timeout: float) -> WebSocketClient:
+    return WebSocketClient(endpoint, timeout)
