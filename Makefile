@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: fuzz bootstrap db builds test bench bench-runs serve capture load report lint clean docker-images bench-docker test-docker
+.PHONY: fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -78,10 +78,17 @@ capture: bootstrap
 	$(PY) -m capture $(if $(NETNS),--netns)
 	$(PY) -m capture.push
 
-# Concurrent load with k6 (load/): make load LOAD_ARGS="--impl rest/python_flask --clients 10 100"
+# Concurrent load on Locust (load/): make load LOAD_ARGS="--impl rest/python_flask --clients 10 100"
+# (--workers N: a Locust master and N workers; --netns: each worker on a simulated host)
 LOAD_ARGS ?=
 load: bootstrap
 	$(PY) -m load $(LOAD_ARGS)
+
+# Locust's web UI on 127.0.0.1 with the lab started and its users preloaded: pick an
+# implementation and an operation, start, watch (make load-ui LOAD_UI_ARGS="--workers 2").
+LOAD_UI_ARGS ?=
+load-ui: bootstrap
+	$(PY) -m load.ui $(LOAD_UI_ARGS)
 
 # One page from the saved results: results/report.html (self-contained) and results/report.md.
 report: $(STAMP)

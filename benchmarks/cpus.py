@@ -11,7 +11,7 @@ conditions in a fresh random order:
   one    the client, the services and the database on the first CPU
   all    every process on every CPU (the scheduler's choice)
   split  the client on the last CPU, the services and the database on the
-         others (as `make load` places k6 and the services)
+         others (as `make load` places Locust and the services)
 
 Printed: each repetition's medians ÷ direct's, then per condition and operation each
 ratio's largest deviation from the middle (median) of the repetitions after

@@ -1,14 +1,18 @@
-"""The load instrument: k6 (v1.8.1, built once by lab.tools) drives every
-implementation with 10–1,000 concurrent clients, in the closed model (virtual
-users) and the open model (constant arrival rate); raw samples become HDR
-histograms; CPU and memory of each service, the database and the generator
-are sampled beside them; results go to results/load/.
+"""The load instrument, on Locust: every request/response implementation
+driven by 10–1,000 concurrent clients, in the closed model (users calling
+back to back) and the open model (a constant arrival rate, latency from each
+request's scheduled start); the lab's own µs timings in HDR histograms,
+merged over Locust's workers; CPU and memory of each service, the database
+and the generator sampled beside them; results go to results/load/.
 
     python -m load                      # the default sweep (make load)
     python -m load --impl rest/python_flask --clients 10 100 --duration 5
+    python -m load --workers 2 --netns  # a master and two workers on simulated hosts
 
-Modules: operations (what one request is, per protocol, built from the lab's
-own clients), k6 (one run of the engine and its raw samples), pinning (CPU
-sets), runner (runs, sweeps, knee search, the invalid-run rule), scenarios
-(the studies' experiments), scripts/ (one k6 script per protocol).
+Modules: locustfile (what Locust loads: the users, the window, the merge),
+engine (one Locust run: a local process, or a master and its workers),
+runner (runs, sweeps, knee search, the invalid-run rule), sweep (make load),
+scenarios and broadcast (the studies' experiments), crosscheck (a Go or
+Node.js client per protocol at concurrency 1), push (the push scenarios, with
+the lab's Go push client), histograms, pinning, netns, summary, common.
 """

@@ -36,6 +36,7 @@ import itertools
 import json
 import os
 import random
+import socket
 import time
 from collections import Counter
 from typing import Any
@@ -50,6 +51,44 @@ from clients.protocols import PROTOCOLS
 from contract.errors import ContractError
 from lab import workload
 from load import histograms
+
+
+class _Counted:
+    """Application bytes this process's sockets sent and received (TCP
+    payload: HTTP headers and bodies, WebSocket frames; not TCP/IP headers),
+    counted in the socket class gevent's patching installed."""
+    sent = 0
+    received = 0
+
+    @classmethod
+    def install(cls) -> None:
+        sock = socket.socket
+        send, sendall, recv, recv_into = sock.send, sock.sendall, sock.recv, sock.recv_into
+
+        def counted_send(self: Any, data: Any, *a: Any, **kw: Any) -> int:
+            n = send(self, data, *a, **kw)
+            cls.sent += n
+            return n
+
+        def counted_sendall(self: Any, data: Any, *a: Any, **kw: Any) -> None:
+            sendall(self, data, *a, **kw)
+            cls.sent += len(data)
+
+        def counted_recv(self: Any, *a: Any, **kw: Any) -> bytes:
+            data = recv(self, *a, **kw)
+            cls.received += len(data)
+            return data
+
+        def counted_recv_into(self: Any, buffer: Any, *a: Any, **kw: Any) -> int:
+            n = recv_into(self, buffer, *a, **kw)
+            cls.received += n
+            return n
+
+        sock.send, sock.sendall, sock.recv, sock.recv_into = (counted_send, counted_sendall, counted_recv,
+                                                              counted_recv_into)
+
+
+_Counted.install()
 
 # Every protocol's load client, imported before any connection is made (gRPC's
 # gevent support must be initialised before its first channel).
@@ -136,6 +175,7 @@ class Recorder:
         self.call_span_ns: list[int] = []             # calls model: [first start, last end]
         self.schedule_t0: float | None = None
         self.began = time.monotonic()
+        self.bytes_at_start = (_Counted.sent, _Counted.received)
         self.tickets = itertools.count()
         self.scheduled_in_window = 0
         self.receipts: dict[int, Any] = {}            # broadcast test: n -> histogram of receive - send
@@ -195,6 +235,8 @@ class Recorder:
             "latency": histograms.encode(self.latency), "service": histograms.encode(self.service),
             "connect": histograms.encode(self.connect), "wake_lag": histograms.encode(self.wake_lag),
             "rate": self.rate(environment) if self.options.lab_model == "open" else None,
+            "bytes_sent": _Counted.sent - self.bytes_at_start[0],
+            "bytes_received": _Counted.received - self.bytes_at_start[1],
             "receipts": {str(n): histograms.encode(h) for n, h in self.receipts.items()},
             "delivered": {str(n): c for n, c in self.delivered.items()},
         }

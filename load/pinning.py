@@ -23,7 +23,7 @@ class Pinning:
     def describe(self) -> dict[str, object]:
         return {"enabled": self.enabled, "services_and_database_cpus": sorted(self.services),
                 "generator_cpus": sorted(self.generator), "how": "sched_setaffinity on every thread "
-                "of each service and database process tree; taskset for k6" if self.enabled else
+                "of each service and database process tree; taskset for every Locust process" if self.enabled else
                 "off: every process may run on every CPU"}
 
 

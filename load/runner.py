@@ -181,6 +181,8 @@ def merge(result: dict[str, Any]) -> dict[str, Any]:
         "throughput_rps": round(throughput, 1) if windows else None,
         "call_span_s": ((max(s[1] for s in spans) - min(s[0] for s in spans)) / 1e9) if spans else None,
         "users_connected": sum(w["users_connected"] for w in workers),
+        "bytes_sent": sum(w.get("bytes_sent", 0) for w in workers),
+        "bytes_received": sum(w.get("bytes_received", 0) for w in workers),
     }
 
 
@@ -232,6 +234,8 @@ def _row(impl: Implementation, s: Settings, plan: Plan, result: dict[str, Any], 
         "errors": m["errors"], "errors_total": m["errors_total"],
         "connect_us": histograms.latency_summary(m["connect"]) if m["connect"].get_total_count() else None,
         "wake_lag_us": wake, "call_span_s": m["call_span_s"], "users_connected": m["users_connected"],
+        "bytes_per_op": ({"sent": round(m["bytes_sent"] / m["ops_total"], 1),
+                          "received": round(m["bytes_received"] / m["ops_total"], 1)} if m["ops_total"] else None),
         "resources": resources, "generator_cpu_percent": round(generator_cpu, 1),
         "generator_cpu_us_per_request": (round(1e4 * generator_cpu * m["window_s"] / m["ops"], 1)
                                          if m["ops"] else None),

@@ -95,6 +95,7 @@ def once(lab: Any, impl: Any, calls: int, s: runner.Settings) -> dict[str, Any]:
     return {"calls_per_connection": calls, "connections": FEATHERS_CONNECTIONS, "ops": ops,
             "seconds": round(span, 3), "requests_per_s": round(ops / span, 1) if span > 0 else 0,
             "errors": row["errors_total"], "latency_us": row["latency_us"], "connect_us": row["connect_us"],
+            "bytes_per_call": row["bytes_per_op"],
             "generator_cpu_s": round(generator, 3), "generator_cpu_percent": row["generator_cpu_percent"],
             "valid": ops == calls * FEATHERS_CONNECTIONS and not row["errors_total"]
             and not any("generator used" in r for r in row["invalid_reasons"]),

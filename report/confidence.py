@@ -1,6 +1,6 @@
 """The report's sections on what a run's numbers support: rankings with their
 bootstrap intervals, where each operation's time goes (CPU of client,
-service and database beside wall time), and the noise guard. (k6 at
+service and database beside wall time), and the noise guard. (The Go and Node.js clients at
 concurrency 1 beside the Python client: report/load.py.)"""
 
 from __future__ import annotations
@@ -163,5 +163,5 @@ def noise_section(page: Page, inputs: Inputs) -> None:
 def sections(page: Page, inputs: Inputs) -> list[str]:
     rankings = rankings_section(page, inputs)
     cpu_section(page, inputs)
-    noise_section(page, inputs)  # k6 at concurrency 1: the load section's cross-check (report/load.py)
+    noise_section(page, inputs)  # the concurrency-1 cross-check: the load section (report/load.py)
     return rankings

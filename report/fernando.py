@@ -134,7 +134,8 @@ def section(page: Page, results_dir: Path) -> list[str]:
                                                              if loads else "not recorded")
     page.add(Bullets([
         f"The study: {STUDY_SETUP}.",
-        f"The lab: {ctx.get('engine_version', 'k6')} (`k6/websockets`) on this machine "
+        f"The lab: Locust {ctx.get('engine_version', '')} driving each protocol's own client (the lab's "
+        f"WebSocket and socket.io clients under gevent) on this machine "
         f"({cpu.get('model', '?')}, {cpu.get('count', '?')} CPUs; load average {load_text}), "
         f"client and servers on loopback, pinning {('on' if ctx.get('pinning', {}).get('enabled') else 'off')}; "
         f"{ctx.get('runs', '?')} runs at {', '.join(map(str, ctx.get('clients', [])))} clients, interleaved "
@@ -150,12 +151,14 @@ def section(page: Page, results_dir: Path) -> list[str]:
         "WebSocket to ready (socket.io: the namespace's connect packet), every client connecting at once.",
         f"Broadcast: one sender and N receivers; {cast.get('broadcasts_per_run', '?')} broadcasts per run "
         f"{cast.get('interval_ms', '?')} ms apart (the study: every 3 s over 60 s), sent once the server "
-        "reports every receiver connected; latency = receive − send time on the k6 process's clock. Only "
+        "reports every receiver connected; latency = receive − send time on the machine's clock "
+        "(time.time_ns() at both ends). Only "
         "broadcasts the server delivered to every receiver count.",
         *cpu_note(data["results"]),
-        "k6 gives its scripts a millisecond clock only: RTT and broadcast latency below a few ms are coarse.",
-        "socket.io is driven by k6 with Engine.IO framing (load/scripts/ws.js for echo, framing.js for "
-        "broadcast): the WebSocket transport only, as the study's clients after their upgrade.",
+        "Every round trip is timed in its Locust user with a nanosecond clock into an HDR histogram (3 "
+        "significant digits).",
+        "socket.io is driven through the lab's socket.io client (python-socketio) on its WebSocket "
+        "transport only, as the study's clients after their upgrade.",
     ]))
     return []
 
@@ -168,10 +171,10 @@ def cpu_note(results: dict[str, Any]) -> list[str]:
     svc = [r["service_cpu_percent"] for r in rows if r.get("service_cpu_percent") is not None]
     if not gen or not svc:
         return []
-    note = (f"In the echo runs k6 used {min(gen):.0f}–{max(gen):.0f} % of its core and the service "
+    note = (f"In the echo runs Locust used {min(gen):.0f}–{max(gen):.0f} % of its core and the service "
             f"{min(svc):.0f}–{max(svc):.0f} % of one core")
     if max(gen) >= 60:
-        note += (f": k6 reached {max(gen):.0f} % of its one core, so the echo rates and round trips are bounded "
+        note += (f": Locust reached {max(gen):.0f} % of its one core, so the echo rates and round trips are bounded "
                  "by the generator (the lab's rule marks such runs invalid; the study's client had a 14-core "
                  "machine)")
     elif max(gen) < 50 and max(svc) < 50:

@@ -1,8 +1,8 @@
-"""The load section of the page (make load, python -m load --scenario kcheck
-/ feathers): per implementation, closed-model percentiles and throughput vs
-clients, the open-model knee, CPU µs per request and peak RSS of the service
-and the database, the generator's CPU; k6 at concurrency 1 beside the Python
-client; the Feathers comparison beside the study's figures (Pathan's push
+"""The load section of the page (make load, python -m load --scenario
+feathers, python -m load.crosscheck): per implementation, closed-model
+percentiles and throughput vs clients, the open-model knee, CPU µs per request
+and peak RSS of the service and the database, the generator's CPU; the
+concurrency-1 cross-check beside the Python client; the Feathers comparison beside the study's figures (Pathan's push
 scenario is in report/push.py).
 
 Reads only results/load/*-latest.json (and, for the cross-check, the latency
@@ -52,8 +52,8 @@ def section(page: Page, results_dir: Path) -> list[str]:
         page.add(Para("Not measured: run `make load` (the default sweep) to fill this section."))
     else:
         sweep_section(page, sweep)
-    # Each its own command: shown whether or not a sweep ran (the k6 cross-check
-    # was left out of the report when `make load` had not run).
+    # Each its own command: shown whether or not a sweep ran (the cross-check
+    # was once left out of the report when `make load` had not run).
     kcheck_section(page, load_dir, results_dir)
     feathers_section(page, load_dir, results_dir)
     return []
@@ -63,16 +63,20 @@ def sweep_section(page: Page, sweep: dict[str, Any]) -> None:
     ctx = sweep["context"]["load"] if "load" in sweep["context"] else {}
     pins = ctx.get("pinning", {})
     page.add(Para(
-        f"{ctx.get('engine_version', '')} ({ctx.get('operation')}), closed model at "
-        f"{', '.join(map(str, ctx.get('closed_clients', [])))} virtual users and an open model (constant arrival "
+        f"Locust {ctx.get('engine_version', '')} ({ctx.get('operation')}; "
+        f"{ctx.get('workers') or 'no'} worker processes), closed model at "
+        f"{', '.join(map(str, ctx.get('closed_clients', [])))} users and an open model (constant arrival "
         f"rate) stepped to each implementation's knee: the highest rate held with p99 ≤ {ctx.get('p99_limit_ms')} ms, "
         f"no error, ≥ {100 * ctx.get('held_fraction', 0.95):.0f} % of the rate answered. Warm-up "
         f"{ctx.get('warmup_s')} s, window ≥ {ctx.get('steady_s')} s (stretched to two rounds of every client, "
         f"at most {ctx.get('max_run_s', 12):g} s a run). Pinning: "
         + (f"services and database on CPU {pins.get('services_and_database_cpus')}, "
-           f"k6 on CPU {pins.get('generator_cpus')}" if pins.get("enabled") else "off") +
-        f". The sweep took {ctx.get('sweep_seconds', 0):.0f} s. A run is invalid (shown as such, never as the "
-        f"service's figure) when k6 dropped iterations, its own CPU passed "
+           f"Locust on CPU {pins.get('generator_cpus')}" if pins.get("enabled") else "off") +
+        f". The sweep took {ctx.get('sweep_seconds', 0):.0f} s. Latency is the lab's own, timed in each Locust "
+        f"user with a ns clock into HDR histograms (the open model's from each request's scheduled start); a "
+        f"p99 is shown only with 1,000 answers behind it, a p99.9 with 10,000. A run is invalid (shown as such, "
+        f"never as the service's figure) when the generator woke more than {ctx.get('wake_lag_limit_ms', 5):g} ms "
+        f"late (p99) for its scheduled sends, its own CPU passed "
         f"{100 * ctx.get('generator_cpu_limit', 0.6):.0f} % of its cores, or fewer requests were answered in the "
         f"window than there were clients."))
     results = sweep["results"]
@@ -203,7 +207,7 @@ def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     when = f.get("context", {}).get("date", "")
     page.add(Para(f"The study's table beside the lab's ({when}). The study ran Feathers (Node.js: "
                   "Express for HTTP, socket.io for WebSocket) on a Heroku dyno, autocannon vs websocket-bench "
-                  "from a laptop; the lab runs k6 against its own implementations on loopback, pinned as the "
+                  "from a laptop; the lab runs Locust against its own implementations on loopback, pinned as the "
                   "sweep is, with the tiny `health` call (the study's `get` returned `{\"id\": ...}` without "
                   "a database; the lab's health reaches the database)."),
              Table(head, rows, "100 connections, each making N calls one after another, connection setup "
@@ -211,9 +215,10 @@ def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
                    "feathers-table"))
     brow = []
     for name, cells in results.items():
-        last = cells[-1].get("k6_bytes_per_call") or {}
+        last = cells[-1].get("bytes_per_call") or {}
         brow.append([f"lab: {name}", f"{last.get('sent', 0) + last.get('received', 0):,.0f}" if last else "–",
-                     "k6's count of application bytes (headers and frames, not TCP/IP), over the last run"])
+                     "the Locust process's count of application bytes (headers and frames, not TCP/IP), "
+                     "over the last run"])
     brow += [[f"study: {k}", str(v), "one call and its reply on an open connection (browser tools)"]
              for k, v in FEATHERS_BYTES.items()]
     page.add(Table(["who", "bytes per call", "counted as"], brow, "Bytes per call, sent + received.",
@@ -240,7 +245,7 @@ def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     if notes:
         notes.append("Where the lab's ratio is smaller than the study's, the likely reason is its server: both "
                      "lab sides spend most of a call's CPU in the framework and the database call, not in HTTP's "
-                     "headers, and k6 keeps HTTP connections alive as autocannon did; the study's HTTP side ran "
+                     "headers, and the lab's clients keep HTTP connections alive as autocannon did; the study's HTTP side ran "
                      "Express on a Heroku dyno reached over the Internet.")
     page.add(Bullets(notes) if notes else Para(""))
 

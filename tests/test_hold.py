@@ -9,7 +9,7 @@ that parks a thread on every idle connection (the *_gthread implementations,
 kept as the former single-client configuration; their manifests say so)
 waits minutes, and a slow client below keeps its connection for 23-35 s. (It
 was 2 s until a CI run under `make test`'s three workers, another worker's
-1,000 k6 clients or Docker build beside it, took longer than that to open a
+1,000 load clients or Docker build beside it, took longer than that to open a
 fresh gRPC channel to grpc/node_grpcjs beside 1,000 idle connections; alone,
 with three CPU-bound processes beside it, the same call takes 2-6 ms.) The
 delays are printed, never asserted.
@@ -39,7 +39,7 @@ NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.ser
 # One WebSocket per client: the WebSocket protocol and socket.io over its WebSocket transport.
 WS_HOLDING = [n for n in HOLDING if n.startswith(("ws/", "socketio/"))]
 # Each of the 1,000 connections stays open until HOLD_S after the clients began
-# (load/scripts/ws.js, plan.hold_s): they closed 4-8 s after their own opening,
+# (--lab-hold-s in load/locustfile.py): they closed 4-8 s after their own opening,
 # and on a slow machine (CI, 2026-11-28 ~15:56 UTC, calibration ~120 µs against
 # ~60) socket.io's handshakes spread over 4.6 s, so the first had closed before
 # the last opened: 995 at once, a figure of the test's timing, not the service's.
@@ -145,84 +145,71 @@ def test_a_client_sending_one_byte_per_second_blocks_no_one(lab, seeded, name):
     print(f"{name}: fetch-one median {1e3 * sorted(took)[2]:.1f} ms beside 8 clients sending 1 byte/s")
 
 
-@pytest.fixture(scope="module")
-def k6_binary():
-    from lab import tools
-    try:
-        return tools.k6()
-    except SystemExit as exc:
-        pytest.skip(str(exc))
-
 
 @pytest.mark.alone  # a claim about the service, not about a machine shared with two test workers
 @pytest.mark.parametrize("name", WS_HOLDING)
-def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, k6_binary, name):
-    """1,000 k6 WebSocket clients, each on its own connection with two requests 4 s
-    apart, the first at a random moment within 4 s of the connection opening (one
-    request only when its reply comes 4 s or more after the opening: 1 of 1,000 in
-    a run); the connection stays open until HOLD_S (8 s) after the clients began, or
-    its last reply if later (4-8 s after it opened). The service
-    holds all 1,000 at once (the handshakes of all 1,000 spread over at most 1 s
-    in the runs of 2026-11-25/26) and answers every request with its reply, none
-    with an error. (Until 2026-11-28 each stayed 10 s, three or four requests, and
-    the five of these tests held make test's other workers ~80 s.)
+def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, name):
+    """1,000 Locust users, each on its own connection (the protocol's own client)
+    with two requests 4 s apart, the first at a random moment within 4 s of the
+    connection opening; the connection stays open until HOLD_S (8 s) after the
+    clients began, or its last reply if later. The service holds all 1,000 at
+    once and answers every request with its reply, none with an error.
 
     Why the first requests are spread: sent at once, 1,000 first requests arrived
     within about a second; in make test at 23:40 and 23:54 UTC on 2026-11-25, the
     machine at half its usual speed, socket.io and ws/node_ws, each pinned to one
     CPU beside the database, answered 340-561 of them DEADLINE_EXCEEDED, their 5 s
-    database budget spent queueing: a burst limit this test does not ask about.
-    (k6 gives up on a handshake not answered within 60 s: "i/o timeout", a
-    ws_error; a single-threaded server on a machine loaded far past its cores can
-    be that slow to accept 1,000.)"""
-    from load import k6, operations
-    protocol = lab.implementation(name).protocol
-    plan = {"target": lab.endpoints[name], "request": operations.request(protocol, lab.endpoints[name], "fetch-one"),
-            "executor": {"executor": "per-vu-iterations", "vus": 1000, "iterations": 1,
-                         "maxDuration": "120s"},
-            "duration_s": 4, "think_ms": 4_000, "first_spread_ms": 4_000, "hold_s": HOLD_S,
-            "timeout": "10s"}
+    database budget spent queueing: a burst limit this test does not ask about."""
+    from load import histograms, pinning
+    from load.engine import LocustRun, Plan
+    from load.runner import merge
+    impl = lab.implementation(name)
+    plan = Plan(name, impl.protocol, lab.endpoints[name], operation="fetch-one", users=1000, calls=2,
+                duration_s=120, timeout_s=TIMEOUT)
     # Pinned as the load sweep is (load/pinning.py): the service and the
-    # database on one CPU, k6's 1,000 connections on the other.
-    from load import pinning
+    # database on one CPU, Locust's 1,000 connections on the other.
     pins = pinning.plan(True)
     if pins.enabled:
         for pid in (lab.pids[name], lab.database.pid):
             if pid:
                 pinning.pin_tree(pid, pins.services)
-    run = k6.K6Run(protocol, plan, cpus=set(pins.generator) if pins.enabled else None).start()
+    run = LocustRun(plan, workers=0, cpus=set(pins.generator) if pins.enabled else None,
+                    extra=["--lab-think-ms", "4000", "--lab-first-spread-ms", "4000",
+                           "--lab-hold-s", str(HOLD_S)]).start()
     _, port = address(lab.endpoints[name])
     peak = 0
     try:
-        sample = 0.0  # the open connections counted every 0.25 s; k6's exit seen within 0.1 s
-        while run.poll() is None:
+        sample = 0.0  # the open connections counted every 0.25 s; Locust's exit seen within 0.1 s
+        deadline = time.monotonic() + 180
+        while any(p.poll() is None for p in run.processes) and time.monotonic() < deadline:
             if time.monotonic() >= sample:
                 peak = max(peak, tcp_sockets(lab.pids[name], port, psutil.CONN_ESTABLISHED))
                 sample = time.monotonic() + 0.25
             time.sleep(0.1)
-        run.wait(timeout=130)
+        run.wait(timeout=30)
+        assert not run.failures(), run.failures()
+        m = merge(run.result())
     finally:
         run.stop()
+        run.cleanup()
         if pins.enabled:  # back onto every CPU, for the tests after this one
             for pid in (lab.pids[name], lab.database.pid):
                 if pid:
                     pinning.pin_tree(pid, pins.services | pins.generator)
-    samples = k6.read_samples(run.check_output(), protocol, (0, 2 ** 62))
-    run.cleanup()
-    print(f"{name}: {peak} connections open at once; {samples.ops_total} requests answered; "
-          f"errors {dict(samples.errors)}; handshake p50 {samples.connect.get_value_at_percentile(50) / 1e3:.0f} ms "
-          f"max {samples.connect.get_max_value() / 1e3:.0f} ms")
+    connect = m["connect"]
+    errors = m["errors_total"]
+    print(f"{name}: {peak} connections open at once; {m['ops_total']} requests answered; "
+          f"errors {errors}; handshake p50 {connect.get_value_at_percentile(50) / 1e3:.0f} ms "
+          f"max {connect.get_max_value() / 1e3:.0f} ms")
     # Held and answered: every request gets its reply. The one error allowed is the
     # contract's own answer to a database operation over its 5 s budget,
-    # DEADLINE_EXCEEDED, and only rarely: a Node.js service pinned beside the
-    # database on a machine at half speed answered 1 of ~3,500 so in make test
-    # (2026-11-26 00:20 UTC, before this test ran `alone`; beside two other
-    # workers it later answered 109 of 1,936 so and held only 868 clients at once).
-    others = {k: v for k, v in samples.errors.items() if k != "DEADLINE_EXCEEDED"}
-    assert others == {}, samples.errors
-    assert samples.errors.get("DEADLINE_EXCEEDED", 0) <= samples.ops_total // 100, samples.errors
-    assert samples.connect.get_total_count() == 1000
+    # DEADLINE_EXCEEDED, and only rarely (a Node.js service pinned beside the
+    # database on a machine at half speed answered 1 of ~3,500 so, 2026-11-26).
+    others = {k: v for k, v in errors.items() if k != "DEADLINE_EXCEEDED"}
+    assert others == {}, errors
+    assert errors.get("DEADLINE_EXCEEDED", 0) <= m["ops_total"] // 100, errors
+    assert connect.get_total_count() == 1000 and m["users_connected"] == 1000
     assert peak >= 1000
-    # every client's requests answered (an unanswered one is an error above, "unanswered"),
-    # at least one each; the rare DEADLINE_EXCEEDED is an answer too
-    assert samples.ops_total + samples.errors.get("DEADLINE_EXCEEDED", 0) >= 1000
+    # both requests of every client answered; the rare DEADLINE_EXCEEDED is an answer too
+    assert m["ops_total"] + errors.get("DEADLINE_EXCEEDED", 0) == 2000
+    assert histograms.latency_summary(m["latency"])["count"] == m["ops_total"]

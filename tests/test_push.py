@@ -400,12 +400,13 @@ def test_subscribing_does_not_change_stored_data(lab, seeded, fingerprint):
 # --- the push load client (load/push-client), briefly, against real services ---
 
 def _push_run(lab, impl, transport, tmp_path, **params):
-    from load import k6, pinning, push
+    from load import pinning, push
+    from load.rawsamples import read_samples
     r = push.Run("test", transport, params.get("clients", 3), params.get("batch", 5), params.get("rate", 200),
                  params.get("seconds", 1.5))
     raw = tmp_path / f"{transport}.csv"
     row = push.run(push.push_client(), lab.endpoints[impl], lab.pids[impl], r, raw, pinning.plan(False))
-    return r, row, k6.read_samples(raw, "ws", (row["window_start_us"], row["window_end_us"]))
+    return r, row, read_samples(raw, (row["window_start_us"], row["window_end_us"]))
 
 
 def _check_push_run(r, row, samples):

@@ -50,8 +50,8 @@ def test_table_2_beside_the_lab_with_the_setup_stated(tmp_path):
     assert "Apple M4 Pro" in text and "120-byte JSON payload" in text and "the study: every 3 s" in text
     assert "ws/node_ws" not in text  # not in this file: no row made up for it
     gen = [r["generator_cpu_percent"] for rows in data["results"]["echo"].values() for r in rows]
-    assert f"k6 used {min(gen):.0f}–{max(gen):.0f} % of its core" in text
-    assert "waiting for a CPU" in text  # k6 below 50 % in this file: the machine's share, said
+    assert f"Locust used {min(gen):.0f}–{max(gen):.0f} % of its core" in text
+    assert "waiting for a CPU" in text  # the generator below 50 % in this file: the machine's share, said
 
 
 def test_a_generator_bound_run_is_said_so(tmp_path):

@@ -15,10 +15,10 @@
 //
 // Every message's latency is the receive time minus the send timestamp the
 // server put in its first event (nanoseconds, same host clock). Raw samples go
-// to a CSV in the load instrument's format (k6's --out csv columns the lab
-// reads, timestamps in µs): lab_latency (ms) per message, lab_ops (events) per
-// message, lab_connect (ms, request to the subscription's opening) per client,
-// lab_errors. A one-line JSON summary goes to stdout.
+// to a CSV (metric_name, timestamp in unix µs, metric_value, status,
+// extra_tags; load/rawsamples.py reads it): lab_latency (ms) per message,
+// lab_ops (events) per message, lab_connect (ms, request to the subscription's
+// opening) per client, lab_errors. A one-line JSON summary goes to stdout.
 package main
 
 import (

@@ -1,0 +1,105 @@
+"""make load-ui in a real browser: Locust's web UI with the lab's users
+preloaded, opened in headless Chromium, a run started with its Start button
+against one implementation, and the page then shows the requests counted;
+the lab's own µs percentiles on /lab count them too."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from lab.processes import Process, free_port
+from load import ui
+from load.common import prepare
+from tests.test_report import DevTools, _chromium
+
+ROWS = "JSON.stringify(Array.from(document.querySelectorAll('tr')).map(r => Array.from(r.cells).map(c => c.textContent)))"
+
+
+def _wait_http(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_the_web_ui_starts_a_run_and_shows_its_requests(lab, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no chromium, and not root to install it with apt (apt-get install chromium)")
+    prepare(lab, "fetch-one")
+    port = free_port()
+    with open(tmp_path / "locust.log", "wb") as log:
+        procs = ui.start(lab, port, workers=0, log=log)
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
+    scratch = tempfile.mkdtemp(prefix="protolab-chromium-")
+    chromium = None
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/")
+        chromium = Process("chromium", [
+            browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+            f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
+            "--window-size=1280,900", "about:blank"], tmp_path / "chromium.log", env={"TMPDIR": scratch})
+        port_file = Path(profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 20
+        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
+            assert chromium.popen.poll() is None, f"chromium exited: {chromium.log_tail()}"
+            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
+            time.sleep(0.05)
+        devtools_port = port_file.read_text().split()[0]
+        with urllib.request.urlopen(f"http://127.0.0.1:{devtools_port}/json/list", timeout=10) as resp:
+            page = next(t for t in json.load(resp) if t["type"] == "page")
+        dt = DevTools(page["webSocketDebuggerUrl"])
+        try:
+            for domain in ("Runtime", "Page"):
+                dt.call(f"{domain}.enable")
+
+            def evaluate(expression: str) -> object:
+                return dt.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+            dt.call("Page.navigate", url=f"http://127.0.0.1:{port}/")
+            dt.wait_for("Page.loadEventFired")
+            deadline = time.monotonic() + 20  # the React page renders its form after the load event
+            while not evaluate("!!document.querySelector('button[type=submit]')"):
+                assert time.monotonic() < deadline, evaluate("document.body.innerText")
+                time.sleep(0.2)
+            impl = evaluate("document.querySelector('[name=labImpl]').value")
+            assert impl in lab.endpoints, impl  # the lab's implementations, preloaded
+            evaluate("document.querySelector('button[type=submit]').click()")
+            row: list[str] = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                rows = json.loads(evaluate(ROWS) or "[]")
+                row = next((r for r in rows if "fetch-one" in r), [])
+                if row and int(row[2].replace(",", "")) > 0:
+                    break
+                time.sleep(0.5)
+            dt.call("Page.navigate", url=f"http://127.0.0.1:{port}/lab")
+            dt.wait_for("Page.frameStoppedLoading")
+            time.sleep(1.0)
+            lab_rows = json.loads(evaluate(ROWS) or "[]")
+        finally:
+            dt.close()
+    finally:
+        if chromium is not None:
+            chromium.stop(grace=10)
+        for proc in procs:
+            proc.terminate()
+            proc.wait(15)
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"Locust's table: {row}; the lab's: {lab_rows}")
+    assert row, "no fetch-one row in Locust's statistics table"
+    assert int(row[2].replace(",", "")) > 0 and row[3] == "0", row  # requests counted, none failed
+    assert lab_rows[1][0] == impl and int(lab_rows[1][2].replace(",", "")) > 0, lab_rows
