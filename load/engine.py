@@ -124,7 +124,8 @@ class LocustRun:
     def start(self) -> LocustRun:
         p = self.plan
         common = ["--headless", "-u", str(p.users), "-r", str(max(p.users, 1)), "--loglevel", "WARNING",
-                  "--only-summary", "--stop-timeout", "0", "--exit-code-on-error", "0", *p.argv(self.result_path), *self.extra]
+                  "--only-summary", "--stop-timeout", "0", "--exit-code-on-error", "0",
+                  *p.argv(self.result_path), *self.extra]
         if self.workers == 0:
             self._spawn("locust", [*locust_command(), *common])
             return self

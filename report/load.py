@@ -245,8 +245,8 @@ def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     if notes:
         notes.append("Where the lab's ratio is smaller than the study's, the likely reason is its server: both "
                      "lab sides spend most of a call's CPU in the framework and the database call, not in HTTP's "
-                     "headers, and the lab's clients keep HTTP connections alive as autocannon did; the study's HTTP side ran "
-                     "Express on a Heroku dyno reached over the Internet.")
+                     "headers, and the lab's clients keep HTTP connections alive as autocannon did; the study's "
+                     "HTTP side ran Express on a Heroku dyno reached over the Internet.")
     page.add(Bullets(notes) if notes else Para(""))
 
 

@@ -19,7 +19,8 @@ from load import ui
 from load.common import prepare
 from tests.test_report import DevTools, _chromium
 
-ROWS = "JSON.stringify(Array.from(document.querySelectorAll('tr')).map(r => Array.from(r.cells).map(c => c.textContent)))"
+ROWS = ("JSON.stringify(Array.from(document.querySelectorAll('tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent)))")
 
 
 def _wait_http(url: str, timeout: float = 60) -> None:
