@@ -1,5 +1,5 @@
-"""The sweep's per-implementation summary: closed-model p50/p99 and
-throughput at 10, 100 and 1,000 clients, the open-model knee, CPU µs per
+"""The sweep's per-implementation summary: closed-model p50/p99, throughput
+and the answers behind them at 10, 100 and 1,000 clients, the open-model knee, CPU µs per
 request of the service and the database, peak RSS, and the generator's CPU
 in every run. One set of rows for the terminal (printed at the end of
 `make load`, saved in the result file) and for the report (report/load.py).
@@ -38,15 +38,17 @@ def cells(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     for n in SHOWN_CLIENTS:
         r = closed.get(n)
         if r is None:
-            out[n] = ("–", "–", "–")
+            out[n] = ("–", "–", "–", "–")
         elif "skipped" in r:
-            out[n] = ("–", "–", "skipped")
+            out[n] = ("–", "–", "skipped", "–")
         elif not r["valid"]:
-            out[n] = (f"({ms(r['latency_us']['p50'])})", f"({ms(r['latency_us']['p99'])})", "invalid")
+            out[n] = (f"({ms(r['latency_us']['p50'])})", f"({ms(r['latency_us']['p99'])})", "invalid",
+                      _num(r["latency_us"]["count"]))
         else:
             errors = sum(r["errors"].values())
             out[n] = (ms(r["latency_us"]["p50"]), ms(r["latency_us"]["p99"]),
-                      f"{r['throughput_rps']:,.0f}" + (f" ({errors} err)" if errors else ""))
+                      f"{r['throughput_rps']:,.0f}" + (f" ({errors} err)" if errors else ""),
+                      _num(r["latency_us"]["count"]))
     runs = [r for r in entry.get("closed", []) + entry.get("open", []) if "resources" in r]
     valid = [r for r in runs if r.get("valid")]
     at = closed.get(CPU_AT) if closed.get(CPU_AT, {}).get("valid") else (valid[0] if valid else None)
@@ -65,6 +67,8 @@ def cells(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     out["database_rss_mb"] = _mb(max((r["resources"].get("database", {}).get("rss_peak_bytes", 0) for r in runs),
                                      default=0))
     out["generator_cpu"] = " ".join(_generator(r) for r in runs) or "–"
+    gen_us = (at or {}).get("generator_cpu_us_per_request")
+    out["generator_cpu_us"] = _num(gen_us)
     out["seconds"] = entry.get("seconds")
     return out
 
@@ -77,13 +81,14 @@ def _generator(r: dict[str, Any]) -> str:
 
 
 HEAD = (["implementation", "concurrency"]
-        + [f"{n} {what}" for n in SHOWN_CLIENTS for what in ("p50 ms", "p99 ms", "req/s")]
-        + ["knee req/s", "svc CPU µs/req", "db CPU µs/req", "svc peak RSS MB", "db peak RSS MB"])
+        + [f"{n} {what}" for n in SHOWN_CLIENTS for what in ("p50 ms", "p99 ms", "req/s", "answers")]
+        + ["knee req/s", "svc CPU µs/req", "db CPU µs/req", "gen CPU µs/req", "svc peak RSS MB", "db peak RSS MB"])
 
 
 def row(c: dict[str, Any]) -> list[str]:
     return ([c["implementation"], c["concurrency"]] + [v for n in SHOWN_CLIENTS for v in c[n]]
-            + [c["knee"], c["service_cpu_us"], c["database_cpu_us"], c["service_rss_mb"], c["database_rss_mb"]])
+            + [c["knee"], c["service_cpu_us"], c["database_cpu_us"], c.get("generator_cpu_us", "–"),
+               c["service_rss_mb"], c["database_rss_mb"]])
 
 
 def table(results: dict[str, Any]) -> str:
@@ -94,7 +99,8 @@ def table(results: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True)))
              for r in rows]
-    lines.append("(…): invalid run (the invalid-run rule), not the service's figure; CPU µs/req at "
+    lines.append("(…): invalid run (the invalid-run rule), not the service's figure; answers: the requests "
+                 "answered in the window, behind each percentile (a p99 needs 1,000, else –); CPU µs/req at "
                  f"{CPU_AT} clients, else the first valid run. Generator CPU, % of one core, per run "
                  "(cN: closed, N clients; oR: open, R requests/s; *: invalid):")
     width = max(len(c["implementation"]) for c in all_cells)

@@ -108,10 +108,11 @@ def latency_figure(results: dict[str, Any]) -> str:
         colour = f"C{i % 10}"
         rows = [r for r in entry.get("closed", []) if "latency_us" in r and r["latency_us"]["p50"]]
         for key, style in (("p50", "-"), ("p99", "--")):
-            xs = [r["clients"] for r in rows]
-            ys = [r["latency_us"][key] / 1000 for r in rows]
+            shown = [r for r in rows if r["latency_us"][key] is not None]  # a p99 needs 1,000 answers
+            xs = [r["clients"] for r in shown]
+            ys = [r["latency_us"][key] / 1000 for r in shown]
             ax.plot(xs, ys, style, color=colour, label=name if key == "p50" else None)
-            for r, y in zip(rows, ys, strict=True):
+            for r, y in zip(shown, ys, strict=True):
                 ax.plot(r["clients"], y, "o", color=colour, markerfacecolor=colour if r["valid"] else "white",
                         markersize=4)
     ax.set_xscale("log")

@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from load import k6
+from load import histograms
 from report import load as load_report
 from report.page import Page, to_markdown
 
 
 def _row(name: str, clients: int, p50: float, valid: bool = True) -> dict:
-    histogram = k6.new_histogram()
+    histogram = histograms.new_histogram()
     histogram.record_value(int(p50))
     return {"implementation": name, "model": "closed", "clients": clients, "rate": None, "valid": valid,
-            "invalid_reasons": [] if valid else ["k6 dropped 3 iterations"],
-            "latency_us": {**k6.latency_summary(histogram)}, "throughput_rps": 100.0 * clients ** 0.5,
+            "invalid_reasons": [] if valid else ["the generator woke 9.0 ms late (p99) for its scheduled sends"],
+            "latency_us": {**histograms.latency_summary(histogram)}, "throughput_rps": 100.0 * clients ** 0.5,
             "errors": {}, "generator_cpu_percent": 12.0,
             "resources": {name: {"cpu_percent": 50.0, "cpu_us_per_request": 1234.0, "rss_peak_bytes": 50 * 2 ** 20},
                           "database": {"cpu_percent": 5.0, "cpu_us_per_request": 111.0,
@@ -54,7 +54,7 @@ def test_the_k6_cross_check_is_shown_without_a_sweep(tmp_path):
 def test_sweep_table_kcheck_and_feathers(tmp_path):
     name = "rest/python_flask"
     closed = [_row(name, 10, 5000), _row(name, 100, 40000), _row(name, 1000, 400000, valid=False)]
-    _write(tmp_path, "sweep", {"context": {"load": {"engine_version": "k6 v1.8.1", "closed_clients": [10, 100, 1000],
+    _write(tmp_path, "sweep", {"context": {"load": {"engine_version": "2.47.0", "closed_clients": [10, 100, 1000],
                                                      "p99_limit_ms": 50, "pinning": {"enabled": False},
                                                      "sweep_seconds": 61}},
                                "results": {name: {"closed": closed, "open": [], "knee_rps": 321,
@@ -68,9 +68,9 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
         {"results": {"fetch-one": {name: {"median": 1800.0}, "ws/go_coder": {"median": 600.0}}}}))
     _write(tmp_path, "feathers", {"results": {
         name: [{"calls_per_connection": 1, "requests_per_s": 100.0,
-                "k6_bytes_per_call": {"sent": 80, "received": 150}}],
+                "bytes_per_call": {"sent": 80, "received": 150}}],
         "ws/python_simple_websocket": [{"calls_per_connection": 1, "requests_per_s": 60.0,
-                                        "k6_bytes_per_call": {"sent": 30, "received": 30}}]}})
+                                        "bytes_per_call": {"sent": 30, "received": 30}}]}})
     text = render(tmp_path)
     row = next(line for line in text.splitlines() if line.startswith(f"| {name}") and "321" in line)
     assert "| 5.0 |" in row and "invalid" in row and "1,234" in row and "| 111 |" in row
