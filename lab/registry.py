@@ -55,10 +55,16 @@ from lab.settings import PROTOCOL_ORDER, ROOT
 
 SERVICES = ROOT / "services"
 CONTRACT = ROOT / "contract" / "contract.json"
+# The oldest toolchains the implementations build and run with: the one place
+# the lab states them (the README quotes it). They follow the projects'
+# own declarations, services/go.mod's `go` line and services/package.json's
+# "engines"; tests/test_docs.py holds the three alike.
+TOOLCHAIN_MINIMUMS = {"go": "1.26", "node": "20.19"}
 # How to get a toolchain the lab found missing.
 TOOLCHAIN_HINTS = {
-    "go": "install Go >= 1.22 (https://go.dev/dl/ or your distribution's golang package)",
-    "node": "install Node.js >= 20 with npm (https://nodejs.org/ or your distribution's nodejs package)",
+    "go": f"install Go >= {TOOLCHAIN_MINIMUMS['go']} (https://go.dev/dl/ or your distribution's golang package)",
+    "node": f"install Node.js >= {TOOLCHAIN_MINIMUMS['node']} with npm "
+            "(https://nodejs.org/ or your distribution's nodejs package)",
     "npm": "install npm (it comes with Node.js)",
 }
 RUNTIME_VERSION = {"go": ["go", "version"], "node": ["node", "--version"]}

@@ -1,0 +1,75 @@
+"""The user's documentation says what the lab does: the README stays a guide
+(short, no dated timing tables, every top-level folder in its layout), the
+toolchain minimums come from one place, the docs' links lead somewhere, and
+k6 (AGPL-3.0) is named only where the docs say why it is not used."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS
+from lab.settings import ROOT
+
+README = ROOT / "README.md"
+DOCS = [README, ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def layout_block() -> str:
+    block = re.search(r"^## Layout\n+```\n(.*?)```", README.read_text(), re.S | re.M)
+    assert block, "README.md lost its Layout block"
+    return block.group(1)
+
+
+def test_the_readme_is_a_guide_not_a_notebook() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 320, f"README.md has {len(lines)} lines; the method goes to docs/, logs to docs/notes/"
+    dated_rows = [line for line in lines if line.startswith("|") and re.search(r"\b20\d\d-\d\d-\d\d\b", line)]
+    assert not dated_rows, f"dated table rows belong in docs/notes/: {dated_rows}"
+    first_screen = "\n".join(lines[:40])
+    assert "make bench" in first_screen and "make test" in first_screen
+
+
+def test_the_layout_names_every_top_level_folder() -> None:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("no git checkout to list the tracked folders from")
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True,
+                             timeout=60, check=True).stdout.splitlines()
+    folders = {path.split("/")[0] for path in tracked if "/" in path and not path.startswith(".")}
+    named = set(re.findall(r"^(\w[\w.-]*)/", layout_block(), re.M))
+    assert folders - named == set(), f"README's Layout leaves out {sorted(folders - named)}"
+
+
+def test_the_toolchain_minimums_are_stated_in_one_place_and_quoted() -> None:
+    go_line = re.search(r"^go (\d+\.\d+)", (ROOT / "services" / "go.mod").read_text(), re.M)
+    assert go_line and go_line.group(1) == TOOLCHAIN_MINIMUMS["go"], "services/go.mod's go line moved"
+    engines = json.loads((ROOT / "services" / "package.json").read_text())["engines"]["node"]
+    assert engines == f">={TOOLCHAIN_MINIMUMS['node']}", "services/package.json's engines moved"
+    text = README.read_text()
+    assert f"Go ≥ {TOOLCHAIN_MINIMUMS['go']}" in text and f"Node.js ≥ {TOOLCHAIN_MINIMUMS['node']}" in text
+    assert "TOOLCHAIN_MINIMUMS" in text, "the README should say where the minimums live"
+    for tool in ("go", "node"):
+        assert f">= {TOOLCHAIN_MINIMUMS[tool]}" in TOOLCHAIN_HINTS[tool]
+    stated = {doc.name: re.findall(r"\b(?:Go|Node\.js) ≥ [\d.]+", doc.read_text()) for doc in DOCS}
+    quoted = {f"Go ≥ {TOOLCHAIN_MINIMUMS['go']}", f"Node.js ≥ {TOOLCHAIN_MINIMUMS['node']}"}
+    assert all(set(found) <= quoted for found in stated.values()), stated
+
+
+def test_every_relative_link_in_the_docs_leads_to_a_file() -> None:
+    broken = []
+    for doc in DOCS:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+            if not re.match(r"[a-z]+:", target) and not (doc.parent / target).exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert not broken, broken
+
+
+def test_k6_is_named_once_and_only_to_say_why_it_is_not_used() -> None:
+    mentions = [(doc.relative_to(ROOT), line) for doc in DOCS
+                for line in re.split(r"(?<=[.!?])\s+", doc.read_text()) if re.search(r"\bk6\b", line)]
+    assert len(mentions) == 1, mentions
+    assert "AGPL-3.0" in mentions[0][1]
