@@ -35,7 +35,7 @@ from lab.resources import CpuClock
 from lab.statistics import rank
 from lab.testing import IMPLEMENTATIONS
 
-# pytest parameters (an implementation that serves no CRUD is skipped, saying why) and their names.
+# pytest parameters (the implementations that serve CRUD, and the baseline) and their names.
 SUBJECTS = [*IMPLEMENTATIONS, "direct"]
 NAMES = [getattr(p, "values", (p,))[0] for p in SUBJECTS]
 OPERATIONS = ("insert", "fetch-one", "fetch-100")

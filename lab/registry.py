@@ -304,15 +304,15 @@ def select(names: Sequence[str] | None = None) -> list[Implementation]:
         chosen = [i for i in implementations if i.name in names]
         for impl in chosen:
             if impl.missing():
-                raise SystemExit(_missing_line(impl))
+                raise SystemExit(missing_line(impl))
         return chosen
     for impl in implementations:
         if impl.missing():
-            _warn_once(_missing_line(impl))
+            _warn_once(missing_line(impl))
     return [i for i in implementations if not i.missing()]
 
 
-def _missing_line(impl: Implementation) -> str:
+def missing_line(impl: Implementation) -> str:
     missing = impl.missing()
     return (f"protolab: {impl.name} left out: needs {', '.join(missing)}, not on PATH; "
             + "; ".join(TOOLCHAIN_HINTS.get(t, f"install {t}") for t in missing))

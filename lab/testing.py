@@ -9,7 +9,7 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,24 +18,25 @@ import pytest
 
 from clients.base import GameClient
 from lab import settings
-from lab.registry import CRUD_OPERATIONS, select
+from lab.registry import CRUD_OPERATIONS, Implementation, discover, missing_line
 from lab.stack import Lab, running_lab
 
 
-def implementations(*operations: str) -> list[Any]:
-    """Every implementation the lab runs, as pytest parameters; one whose
-    manifest does not list all of `operations` is skipped, saying which it lacks."""
-    found = []
-    for impl in select():
-        lacking = [op for op in operations if not impl.serves(op)]
-        reason = (f"{impl.name} does not serve {', '.join(lacking)} "
-                  f"(its manifest's operations: {', '.join(impl.operations)})")
-        marks = [pytest.mark.skip(reason=reason)] if lacking else []
-        found.append(pytest.param(impl.name, marks=marks, id=impl.name))
-    return found
+def implementations(*operations: str, where: Callable[[Implementation], bool] = lambda impl: True) -> list[Any]:
+    """The implementations the lab runs here that serve all of `operations` and
+    satisfy `where`, as pytest parameters: a test is generated only where it
+    applies, so a skip says something is missing on this machine. Where every
+    implementation it applies to is left out (its toolchain is not installed),
+    one parameter, skipped, says which and how to get it."""
+    applies = [impl for impl in discover() if impl.serves(*operations) and where(impl)]
+    here = [impl for impl in applies if not impl.missing()]
+    if here or not applies:  # none in the repository at all: the test's own defect, pytest says so
+        return [pytest.param(impl.name, id=impl.name) for impl in here]
+    left_out = "; ".join(missing_line(impl) for impl in applies)
+    return [pytest.param(None, id="none-here", marks=pytest.mark.skip(reason=left_out))]
 
 
-# The CRUD suites' parameters: every implementation, push-only ones skipped.
+# The CRUD suites' parameters: every implementation that serves CRUD (not the push-only ones).
 IMPLEMENTATIONS = implementations(*CRUD_OPERATIONS)
 LAB_KEY = pytest.StashKey[Lab]()
 

@@ -15,16 +15,15 @@ import pytest
 import fuzz
 from lab import settings
 from lab.context import run_context
-from lab.registry import discover
+from lab.testing import implementations
 
 CASES = int(os.environ.get("FUZZ_CASES", "150"))
 SEED = int(os.environ.get("FUZZ_SEED", "1"))
 RUNS: list = []  # (lab, tally summary)
 
 
-@pytest.mark.parametrize("impl", [
-    pytest.param(i.name, marks=() if i.protocol in fuzz.PROTOCOLS else pytest.mark.skip(
-        reason=f"no fuzzer for protocol {i.protocol!r} yet")) for i in discover()])
+# Every implementation here whose protocol has a fuzzer (every descriptor names one today).
+@pytest.mark.parametrize("impl", implementations(where=lambda impl: impl.protocol in fuzz.PROTOCOLS))
 def test_fuzz_from_the_contract(impl, lab):
     tally = fuzz.run(lab, impl, CASES, SEED)
     RUNS.append((lab, tally.summary()))

@@ -19,10 +19,10 @@ from contract.errors import RESOURCE_EXHAUSTED
 from contract.game import LIMITS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from lab import dataset
 from lab.registry import discover
-from lab.testing import IMPLEMENTATIONS
+from lab.testing import IMPLEMENTATIONS, implementations
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
-WS = [impl.name for impl in discover() if impl.protocol == "ws"]
+WS = implementations(where=lambda impl: impl.protocol == "ws")
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import time
 import pytest
 import watched
 
+from clients.protocols import PROTOCOLS
 from clients.sse.client import SseClient
 from contract.errors import INVALID_ARGUMENT, ContractError
 from lab import dataset
@@ -22,6 +23,12 @@ from services.common.feeds import PUSH, WebSocketPush
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 EVENT = PUSH["synthetic_event"]
+
+
+def subscribers(*protocols: str) -> list:
+    """The implementations that serve the feeds, of these protocols only: the
+    tests of one protocol's own client or wire format are generated for it alone."""
+    return implementations("subscribe", where=lambda impl: impl.protocol in protocols)
 
 
 @pytest.fixture(autouse=True)
@@ -99,14 +106,12 @@ def test_unpaced_feed_arrives_whole_and_in_order_with_its_end_last(push_client):
     assert end.data["sent"] == 500
 
 
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("socketio"))
 def test_socketio_client_takes_messages_on_the_reading_thread_in_arrival_order(impl, lab):
     """The rule behind the test above, for socket.io, where a race is rare: each received
     Engine.IO message is handled on the thread that read it, before the next is read
     (python-socketio's own client starts a thread per message). Packets are handed to the
     connected client's Engine.IO layer as its reading loop does."""
-    if PROTOCOL[impl] != "socketio":
-        pytest.skip(f"{impl} is not a socket.io implementation")
     from engineio import packet
 
     client = lab.client(impl)
@@ -162,7 +167,7 @@ def test_synthetic_feed_resumes_after_the_last_event_id(push_client):
 
 
 # The subscriptions that share one connection (WebSocket, socket.io): an SSE stream is a request of its own.
-ONE_CONNECTION = [p for p in implementations("subscribe") if PROTOCOL[p.values[0]] in ("ws", "socketio")]
+ONE_CONNECTION = implementations("subscribe", where=lambda impl: PROTOCOLS[impl.protocol].messaging)
 RACES = 1000
 
 
@@ -277,10 +282,8 @@ def test_malformed_subscription_gets_invalid_argument_and_server_keeps_serving(p
         assert _ids(_messages(stream, "synthetic")[0]) == ["1", "2"]
 
 
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("sse"))
 def test_sse_raw_requests_get_the_contracts_errors(impl, lab):
-    if PROTOCOL[impl] != "sse":
-        pytest.skip(f"{impl} is not an SSE implementation")
     client = _client(lab, impl)
     try:
         for query in ("feed=synthetic&feed=changes", "feed=synthetic&batch=%ff", "feed", "feed=synthetic&count=1e3"):
@@ -295,10 +298,8 @@ def test_sse_raw_requests_get_the_contracts_errors(impl, lab):
         client.close()
 
 
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("sse"))
 def test_sse_over_http2_cleartext(impl, lab):
-    if PROTOCOL[impl] != "sse":
-        pytest.skip(f"{impl} is not an SSE implementation")
     client = watched.watch(SseClient(lab.endpoints[impl], http2=True))
     try:
         with client.subscribe("synthetic", batch=2, rate=0, count=5) as stream:
@@ -312,10 +313,8 @@ def test_sse_over_http2_cleartext(impl, lab):
         client.close()
 
 
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("ws"))
 def test_websocket_unsubscribe_stops_the_feed(impl, lab):
-    if PROTOCOL[impl] != "ws":
-        pytest.skip(f"{impl} is not a WebSocket implementation")
     client = _client(lab, impl)
     try:
         stream = client.subscribe("synthetic", rate=100)
@@ -334,7 +333,7 @@ def test_websocket_unsubscribe_stops_the_feed(impl, lab):
         client.close()
 
 
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("ws"))
 def test_unsubscribing_while_the_feed_pushes_keeps_the_connection(impl, lab):
     """An unsubscribe that arrives while the server is writing a push: the reply
     comes and the connection serves on (coder/websocket closes a connection
@@ -343,8 +342,6 @@ def test_unsubscribing_while_the_feed_pushes_keeps_the_connection(impl, lab):
     large messages keeps a write under way nearly all the time; 40 rounds. Not
     watched: the feed's contents are checked by the tests above, and checking
     these thousands of 200-event messages took a minute per implementation."""
-    if PROTOCOL[impl] != "ws":
-        pytest.skip(f"{impl} is not a WebSocket implementation")
     client = lab.client(impl)
     try:
         for round_ in range(40):
@@ -425,20 +422,16 @@ def _check_push_run(r, row, samples):
     assert not samples.errors
 
 
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("ws"))
 def test_push_load_client_over_websocket(impl, lab, tmp_path):
-    if PROTOCOL[impl] != "ws":
-        pytest.skip(f"{impl} is not a WebSocket implementation")
     r, row, samples = _push_run(lab, impl, "ws", tmp_path)
     _check_push_run(r, row, samples)
     assert samples.connect.get_total_count() == r.clients  # each subscription's reply
 
 
 @pytest.mark.parametrize("transport", ["sse-h1", "sse-h2c", "poll"])
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("sse"))
 def test_push_load_client_over_sse_and_polling(impl, transport, lab, tmp_path):
-    if PROTOCOL[impl] != "sse":
-        pytest.skip(f"{impl} is not an SSE implementation")
     r, row, samples = _push_run(lab, impl, transport, tmp_path, batch=1 if transport == "poll" else 5,
                                 seconds=1.0)
     if transport == "poll":  # unpaced: one message per request, as many as answered
@@ -449,10 +442,8 @@ def test_push_load_client_over_sse_and_polling(impl, transport, lab, tmp_path):
         assert samples.connect.get_total_count() == r.clients  # ": subscribed"
 
 
-@pytest.mark.parametrize("impl", implementations("subscribe"))
+@pytest.mark.parametrize("impl", subscribers("ws", "sse"))  # the push client speaks these two
 def test_push_load_client_counts_a_refused_subscription_as_an_error(impl, lab, tmp_path):
-    if PROTOCOL[impl] not in ("ws", "sse"):
-        pytest.skip(f"{impl}: the push client speaks SSE and the WebSocket protocol")
     transport = "ws" if PROTOCOL[impl] == "ws" else "sse-h1"
     _, row, samples = _push_run(lab, impl, transport, tmp_path, clients=2, batch=0, seconds=1.0)  # batch 1..1000
     assert row["messages"] == 0
