@@ -72,7 +72,8 @@ def tshark_usable() -> None:
     probe = subprocess.run(["dumpcap", "-L", "-i", "lo"], check=False, capture_output=True,
                            text=True, timeout=30)
     if probe.returncode:
-        pytest.skip(f"cannot capture on lo: {probe.stderr.strip()}")
+        pytest.skip(f"cannot capture on lo ({probe.stderr.strip()}): run as root, or let dumpcap "
+                    "capture: setcap cap_net_raw,cap_net_admin+eip $(command -v dumpcap)")
 
 
 class EchoServer:

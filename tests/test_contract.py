@@ -15,6 +15,7 @@ from contract import games_pb2 as pb
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, check_game
 from contract.generate import GO_DIR, generate, generate_go
 from lab import dataset
+from lab.registry import TOOLCHAIN_HINTS
 from lab.settings import ROOT
 
 CONTRACT = ROOT / "contract"
@@ -35,7 +36,7 @@ def test_wsdl_is_the_served_one(monkeypatch):
     assert "MONGODB_URI" not in os.environ
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="Go not installed")
+@pytest.mark.skipif(shutil.which("go") is None, reason=f"Go is not installed: {TOOLCHAIN_HINTS['go']}")
 def test_generated_go_grpc_code_is_current():
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate_go(Path(tmp))

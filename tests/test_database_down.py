@@ -14,7 +14,7 @@ from expect import expect
 
 from contract.errors import UNAVAILABLE
 from lab import dataset
-from lab.registry import SERVICES, select
+from lab.registry import SERVICES, TOOLCHAIN_HINTS, select
 from lab.stack import running_lab
 
 
@@ -75,7 +75,7 @@ const server = net.createServer((c) => c.end()).listen(0, '127.0.0.1', () => {
 def test_node_store_says_unavailable_for_a_socket_the_database_ended():
     node = [i for i in select() if i.language == "node" and i.build_command]
     if not node:
-        pytest.skip("no Node.js implementation here")
+        pytest.skip(f"no Node.js implementation here: {TOOLCHAIN_HINTS['node']}")
     node[0].build()  # the services' node_modules, where store.js finds mongodb
     store = (SERVICES / "common" / "node" / "store.js").as_uri()
     done = subprocess.run(["node", "--input-type=module", "-e", _ENDED_SOCKET % json.dumps(store)],

@@ -37,9 +37,11 @@ from capture.workload import Arguments, wait_settled
 from contract import games_pb2 as pb
 from contract.codec import dumpb, dumps
 from lab import dataset
+from lab.registry import discover, missing_line
 from lab.stack import Lab
 
 N = 5
+CAPTURE_RIGHTS = "run as root, or let dumpcap capture: setcap cap_net_raw,cap_net_admin+eip $(command -v dumpcap)"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,8 +54,9 @@ def tshark_usable() -> None:
     probe = subprocess.run(["dumpcap", "-L", "-i", "lo"], check=False, capture_output=True,
                            text=True, timeout=30)
     if probe.returncode:
-        print(f"skipping: cannot capture on lo: {probe.stderr.strip()}")
-        pytest.skip(f"cannot capture on lo: {probe.stderr.strip()}")
+        why = f"cannot capture on lo ({probe.stderr.strip()}): {CAPTURE_RIGHTS}"
+        print(f"skipping: {why}")
+        pytest.skip(why)
 
 
 def tcp_info(sock: socket.socket) -> dict[str, int]:
@@ -72,7 +75,9 @@ def name_of(lab: Lab, protocol: str) -> str:
     for impl in lab.implementations:
         if impl.protocol == protocol:
             return impl.name
-    pytest.skip(f"no {protocol} implementation")
+    # Its implementations were left out: their toolchain is not installed.
+    pytest.skip(f"no {protocol} implementation in the lab: "
+                + "; ".join(missing_line(i) for i in discover() if i.protocol == protocol and i.missing()))
 
 
 def http_socket(client: Any) -> socket.socket:
