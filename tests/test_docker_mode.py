@@ -94,7 +94,8 @@ def test_every_published_port_is_on_loopback_only() -> None:
     assert all('["127.0.0.1:' in line for line in ports)
 
 
-@pytest.mark.skipif(not shutil.which("docker-compose"), reason="docker-compose is not installed (apt-get install docker-compose)")
+@pytest.mark.skipif(not shutil.which("docker-compose"),
+                    reason="docker-compose is not installed (apt-get install docker-compose)")
 def test_docker_compose_accepts_the_file() -> None:
     proc = subprocess.run(["docker-compose", "-f", str(compose.COMPOSE_FILE), "config", "-q"],
                           capture_output=True, text=True, timeout=60, cwd=settings.ROOT)
