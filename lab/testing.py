@@ -52,6 +52,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run against native processes or the Docker Compose stack (env LAB_MODE)")
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The implementations left out here (their toolchain is missing): no test
+    is generated for them, so the run says so at its top."""
+    return [missing_line(impl) for impl in discover() if impl.missing()]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _terminate)
     # Before any lab starts, here or in a test's own process: a test run keeps the

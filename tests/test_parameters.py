@@ -55,3 +55,13 @@ def test_a_toolchain_missing_here_leaves_one_skip_that_says_what_and_how(monkeyp
     assert "rest/node_fastify" not in _names(rest) and "rest/python_flask" in _names(rest)
     assert _skips(rest) == []
 
+
+
+def test_the_run_names_the_implementations_left_out_at_its_top(monkeypatch):
+    from lab.testing import pytest_report_header
+
+    assert pytest_report_header(None) == [registry.missing_line(i) for i in discover() if i.missing()]
+    monkeypatch.setattr(registry.shutil, "which", lambda tool, *a, **k: None)
+    header = pytest_report_header(None)
+    assert any(line.startswith("protolab: socketio/node_socketio left out: needs node") for line in header)
+    assert not any("python_flask" in line for line in header)  # it needs nothing beyond Python
