@@ -29,6 +29,8 @@ from lab.testing import implementations
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 JSON_PROTOCOLS = ("rest", "graphql", "ws", "socketio")
+# Those whose requests are messages on one connection (JSON objects with an op).
+MESSAGING = tuple(name for name, descriptor in PROTOCOLS.items() if descriptor.messaging)
 
 UNKNOWN_ID = "999999999999"
 MALFORMED_IDS = ["not-an-id", "1234567890123", '{"$ne": null}', '{"$where": "sleep(100)"}',
@@ -122,7 +124,8 @@ def test_empty_id_is_invalid(served, seeded):
     _malformed_id_is_invalid(served, seeded, "")
 
 
-@only("graphql", "ws", "socketio", reason="{protocol}: an id is a string by construction (URL path, protobuf string)")
+@only("graphql", "ws", "socketio",
+      reason="REST, gRPC and SOAP: an id is a string by construction (URL path, protobuf string, XML text)")
 def test_operator_object_as_id_is_invalid(served):
     impl, protocol, client = served
     for operator in ({"$ne": None}, {"$where": "sleep(100)"}, {"$gt": ""}):
@@ -131,7 +134,7 @@ def test_operator_object_as_id_is_invalid(served):
 
 
 @pytest.mark.parametrize("case", BAD_GAMES)
-@only(*JSON_PROTOCOLS, reason="{protocol}: the typed client cannot encode it; see test_grpc_raw_bytes")
+@only(*JSON_PROTOCOLS, reason="the others' typed clients cannot encode it; see test_grpc_raw_bytes, test_soap_raw_xml")
 def test_bad_game_is_invalid(served, seeded, case):
     impl, protocol, client = served
     game = BAD_GAMES[case]
@@ -148,7 +151,7 @@ def test_bad_game_is_invalid(served, seeded, case):
 
 
 @pytest.mark.parametrize("body", [b'{"name": ', b"\xff\xfe", b"[1, 2]", b"null", b"{}"])
-@only(*JSON_PROTOCOLS, reason="{protocol}: see test_grpc_raw_bytes")
+@only(*JSON_PROTOCOLS, reason="the others: see test_grpc_raw_bytes, test_soap_raw_xml")
 def test_malformed_body_is_invalid(served, seeded, body):
     impl, protocol, client = served
     known = dataset.documents(seeded[:1])[0]["_id"]
@@ -160,7 +163,7 @@ def test_malformed_body_is_invalid(served, seeded, body):
                                    b'{"request_id": 1, "op": {"get": 1}}', b'{"request_id": 1, "op": 5}',
                                    b'{"request_id": 1, "op": null}',
                                    b'{"request_id": 1, "op": "get", "params": ["730"]}'])
-@only("ws", "socketio", reason="{protocol}: its requests are not JSON objects with an op")
+@only(*MESSAGING, reason="the others' requests are not JSON objects with an op")
 def test_a_message_whose_op_or_params_has_the_wrong_type_is_invalid(served, frame):
     """Found by make fuzz: an op that is a list or an object (unhashable) was INTERNAL."""
     impl, protocol, client = served
