@@ -23,12 +23,13 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from lab import settings
 from lab.processes import free_port
-from lab.registry import discover
+from lab.registry import select
+from lab.testing import implementations
 
 
-def of(protocol: str) -> list[str]:
-    """Every implementation of `protocol` (Python, Go, Node.js): each is held to the same rules."""
-    return [impl.name for impl in discover() if impl.protocol == protocol]
+def of(protocol: str) -> list:
+    """Every implementation of `protocol` here (Python, Go, Node.js): each is held to the same rules."""
+    return implementations(where=lambda impl: impl.protocol == protocol)
 
 README = settings.ROOT / "README.md"
 GAME_730 = "Counter-Strike 2"
@@ -229,7 +230,7 @@ def test_readme_serve_examples_work_as_printed(tmp_path):
         document = json.loads(endpoints.read_text())
         assert document["implementations"]["rest/python_flask"]["endpoint"] == f"http://127.0.0.1:{base + 1}"
         # Every implementation at base + its manifest's own offset: stable whatever else the lab holds.
-        for impl in discover():
+        for impl in select():
             assert f":{base + impl.port_offset(-1000)}" in document["implementations"][impl.name]["endpoint"], impl.name
         outputs = []
         for line in examples:
