@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from benchmarks.suite import OPERATIONS, Suite, selected_subjects
+from benchmarks.suite import Suite, selected_subjects
 from lab import noise, settings
 from lab.context import run_context
 from lab.statistics import resampled_in_runs, summarize
 from lab.testing import LAB_KEY
+from lab.workload import LATENCY
 
 SUITE_KEY = pytest.StashKey[Suite]()
 
@@ -186,7 +187,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                                         if "direct" in r.times})
     terminalreporter.section("protolab: latency per operation")
     rankings = {}
-    for operation in [*OPERATIONS, *sorted(set(results) - set(OPERATIONS))]:
+    for operation in [*LATENCY, *sorted(set(results) - set(LATENCY))]:
         if operation not in results:
             continue
         result = suite.results.get(operation) if suite else None
@@ -222,7 +223,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     write(f"raw results: {path.relative_to(settings.ROOT)}")
     # every implementation that serves the CRUD operations (a push-only one has no latency row)
     subjects = {*(i.name for i in lab.implementations if i.serves("create", "get", "list")), "direct"}
-    if all(subjects <= set(results.get(op, {})) for op in OPERATIONS):
+    if all(subjects <= set(results.get(op, {})) for op in LATENCY):
         (out_dir / f"{lab.mode}-latest.json").write_text(text)
     else:  # a -k selection must not replace the complete run that reports and comparisons read
         write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.interleave import Design, measure
-from lab import dataset, noise
+from lab import dataset, noise, workload
 from lab.resources import CpuClock
 from lab.statistics import rank
 from lab.testing import IMPLEMENTATIONS
@@ -38,11 +38,9 @@ from lab.testing import IMPLEMENTATIONS
 # pytest parameters (an implementation that serves no CRUD is skipped, saying why) and their names.
 SUBJECTS = [*IMPLEMENTATIONS, "direct"]
 NAMES = [getattr(p, "values", (p,))[0] for p in SUBJECTS]
-OPERATIONS = ("insert", "fetch-one", "fetch-100")
+# The latency suite's operations: the workload table's (lab/workload.py) it measures.
+OPERATION = {name: workload.OPERATIONS[name] for name in workload.LATENCY}
 TESTS = {"test_insert": "insert", "test_fetch_one": "fetch-one", "test_fetch_100": "fetch-100"}
-INSERT_GAME = dataset.median_game()
-FETCH_GAMES = dataset.fetch_games()
-FETCH_ID = dataset.fetch_id()
 
 
 def design_from_env() -> Design:
@@ -54,37 +52,7 @@ def design_from_env() -> Design:
                   baseline_visits=get("BASELINE_VISITS", 4))
 
 
-def _check_insert(result: Any) -> None:
-    assert {k: v for k, v in result.items() if k != "id"} == INSERT_GAME, "the stored game differs"
-
-
-def _check_fetch_one(result: Any) -> None:
-    assert result["id"] == FETCH_ID, f"fetched {result.get('id')!r}, not {FETCH_ID!r}"
-
-
-def _check_fetch_100(result: Any) -> None:
-    assert len(result) == dataset.FETCH_SET, f"{len(result)} games, not {dataset.FETCH_SET}"
-
-
-@dataclass(frozen=True)
-class Operation:
-    name: str
-    call: Callable[[Any], Callable[[], Any]]   # client -> the call to time
-    check: Callable[[Any], None]
-    seed: list[dict[str, Any]]                  # the collection's games before the operation
-    indexes: bool
-    creates: bool = False                       # every call adds a document (deleted untimed)
-
-
-OPERATION = {
-    "insert": Operation("insert", lambda c: lambda: c.create(INSERT_GAME), _check_insert, [], False, True),
-    "fetch-one": Operation("fetch-one", lambda c: lambda: c.get(FETCH_ID), _check_fetch_one, FETCH_GAMES, True),
-    "fetch-100": Operation("fetch-100", lambda c: lambda: c.list(dataset.FETCH_SET, 0), _check_fetch_100,
-                           FETCH_GAMES, True),
-}
-
-
-def cleanup(op: Operation, collection: Any) -> dict[str, Callable[..., None]]:
+def cleanup(op: workload.Operation, collection: Any) -> dict[str, Callable[..., None]]:
     """measure()'s hooks for an operation that creates documents: each untimed
     call's document deleted, the collection emptied after every block, both
     outside the timed windows, so every block starts from the same state."""

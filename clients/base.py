@@ -13,8 +13,6 @@ from typing import Any, Protocol
 
 Game = dict[str, Any]
 
-OPERATIONS = ("create", "get", "list", "update", "delete", "health")
-
 
 @dataclass(frozen=True)
 class Event:
