@@ -10,11 +10,11 @@ per-implementation summary (load/summary.py), printed at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
 
+from lab import results as lab_results
 from lab import settings
 from lab.context import run_context
 from lab.registry import select
@@ -166,14 +166,16 @@ def load_context(args: argparse.Namespace, s: runner.Settings, pins: pinning.Pin
         "target_host": s.target_host, "netns": bool(args.netns)}}
 
 
-def write(name: str, data: dict[str, Any], directory: Any = RESULTS) -> Any:
-    directory.mkdir(parents=True, exist_ok=True)
-    stamp = data["context"]["date"].replace(":", "").replace("+0000", "Z")
-    path = directory / f"{name}-{stamp}.json"
-    text = json.dumps(data, indent=1)
-    path.write_text(text)
-    (directory / f"{name}-latest.json").write_text(text)
-    return path
+# The result kind of each scenario's file (lab/results.py), until the scenarios
+# pass theirs: a sweep is "load"; the others have layouts of their own.
+KIND_OF = {"kcheck": "crosscheck", "feathers": "feathers", "fernando": "fernando", "push": "push"}
+
+
+def write(name: str, data: dict[str, Any], directory: Any = RESULTS, kind: str | None = None) -> Any:
+    """results/load/<name>-<date>.json and <name>-latest.json, in the lab's results
+    format (lab/results.py); `data` holds the context beside the kind's data."""
+    rest = {k: v for k, v in data.items() if k != "context"}
+    return lab_results.write(kind or KIND_OF.get(name, "load"), name, data["context"], rest, directory)
 
 
 if __name__ == "__main__":
