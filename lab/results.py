@@ -154,6 +154,6 @@ def validate(path: Path) -> dict[str, Any]:
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(top)"
-        raise ResultError(f"{path}: not a valid {data['schema']} result at {where}: {first.message}"
+        raise ResultError(f"{path}: not a valid {data['schema']} result at {where}: {first.message[:300]}"
                           + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
     return data

@@ -112,7 +112,8 @@ def test_a_result_that_breaks_its_schema_is_named_with_the_place(tmp_path):
 def test_the_session_check_names_each_bad_file_written_since_it_began(tmp_path):
     old = results.write("faults", "old", CONTEXT, {}, tmp_path, stamped=False)
     past = old.stat().st_mtime - 100
-    good = results.write("faults", "good", CONTEXT, {}, tmp_path, stamped=False)
+    good = results.write("cpus", "good", CONTEXT, {"args": {}, "ratios_to_direct": {}, "summary": {}}, tmp_path,
+                         stamped=False)
     bad = tmp_path / "sub" / "bad.json"
     bad.parent.mkdir()
     bad.write_text(json.dumps({"results": {}}))
