@@ -133,3 +133,15 @@ def test_a_plain_registry_resolves_the_schemas_by_their_ids():
     assert validator.is_valid(data)
     data["rows"][0]["clients"] = "ten"
     assert not validator.is_valid(data)
+
+
+def test_load_write_keeps_its_signature_and_names_each_scenario_kind(tmp_path):
+    """load/__main__.py's write(name, data, directory): the lab's format, the kind from the scenario."""
+    from load.__main__ import write as load_write
+
+    for name, kind in (("sweep", "load"), ("kcheck", "crosscheck"), ("feathers", "feathers"),
+                       ("fernando", "fernando"), ("push", "push")):
+        path = load_write(name, {"context": CONTEXT, "results": {}}, tmp_path)
+        assert path.name == f"{name}-2026-12-02T061500Z.json"
+        assert results.read(tmp_path / f"{name}-latest.json", kind)["results"] == {}
+    assert results.read(load_write("other", {"context": CONTEXT}, tmp_path, kind="fernando"), "fernando")
