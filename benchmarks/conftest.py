@@ -7,13 +7,13 @@ raw results with their context in results/benchmarks/."""
 from __future__ import annotations
 
 import datetime
-import json
 from typing import Any
 
 import pytest
 
 from benchmarks.suite import Suite, selected_subjects
 from lab import noise, settings
+from lab import results as lab_results
 from lab.context import run_context
 from lab.statistics import resampled_in_runs, summarize
 from lab.testing import LAB_KEY
@@ -214,18 +214,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         context["noise"] = guard
     write(f"mode {lab.mode}; database {lab.database.server} {lab.database.version}; "
           f"{context['cpu']['count']} × {context['cpu']['model']}; commit {context['commit']}")
-    out_dir = settings.RESULTS / "benchmarks"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = context["date"].replace(":", "").replace("+0000", "Z")
-    path = out_dir / f"{lab.mode}-{stamp}.json"
-    text = json.dumps({"context": context, "results": results, "rankings": rankings}, indent=1)
-    path.write_text(text)
-    write(f"raw results: {path.relative_to(settings.ROOT)}")
     # every implementation that serves the CRUD operations (a push-only one has no latency row)
     subjects = {*(i.name for i in lab.implementations if i.serves("create", "get", "list")), "direct"}
-    if all(subjects <= set(results.get(op, {})) for op in LATENCY):
-        (out_dir / f"{lab.mode}-latest.json").write_text(text)
-    else:  # a -k selection must not replace the complete run that reports and comparisons read
+    complete = all(subjects <= set(results.get(op, {})) for op in LATENCY)
+    path = lab_results.write("latency", lab.mode, context, {"results": results, "rankings": rankings},
+                             settings.RESULTS / "benchmarks", latest=complete)
+    write(f"raw results: {path.relative_to(settings.ROOT)}")
+    if not complete:  # a -k selection must not replace the complete run that reports and comparisons read
         write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
 
 

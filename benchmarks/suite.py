@@ -166,10 +166,25 @@ def selected_subjects(items: list[Any]) -> dict[str, list[str]]:
 
 
 def record(benchmark: Any, result: Result, subject: str) -> None:
-    """Hand `subject`'s rounds of an interleaved measurement to pytest-benchmark."""
+    """Hand `subject`'s rounds of an interleaved measurement to pytest-benchmark.
+
+    Through two private members of pytest-benchmark (pinned exactly in
+    pyproject.toml), because its public API cannot carry these samples (issue 44):
+    `benchmark(f)` and `benchmark.pedantic(f, setup=..., rounds=...)` record only
+    durations they time themselves around a call of `f` (their runner wraps it in
+    the --benchmark-timer, one config-wide clock), and the only way to add a
+    duration to the stats behind the tables, --benchmark-json's "stats" and
+    --benchmark-compare is `Metadata.update` on the object `_make_stats` creates
+    (`benchmark.stats` is None until then). Timing inside pedantic, with the other
+    subjects' calls in its untimed `setup`, would give each test its own cycles:
+    the cycles that all subjects share, which the paired ratios and the ranking
+    need, would be lost. `extra_info` (public) carries the rest."""
     if subject in result.errors:
         raise result.errors[subject]
     benchmark.group = result.operation
+    if not callable(getattr(benchmark, "_make_stats", None)) or not hasattr(benchmark, "_mode"):
+        raise RuntimeError("pytest-benchmark no longer has _make_stats/_mode (benchmarks/suite.py record): "
+                           "keep the version pyproject.toml pins, or port record() to the new one")
     benchmark._mode = "interleaved (benchmarks/suite.py)"  # used: no "fixture not used" warning
     if benchmark.disabled:
         return  # make test: each subject's call was made and checked once

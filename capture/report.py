@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 from capture.tshark import LOOPBACK_NOTE
 from capture.wire import DIRECTIONS, PHASES
 from clients.protocols import label
+from lab import results as lab_results
 from lab.registry import study_column
 from report.published import load as load_published
 from report.published import study_bytes as published_bytes
@@ -268,9 +268,11 @@ def write(results: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     results = {**results, "table_7": comparison(results)}
     paths = []
-    for suffix, text in (("md", markdown(results)), ("csv", rows_csv(results)),
-                         ("json", json.dumps(results, indent=1))):
+    for suffix, text in (("md", markdown(results)), ("csv", rows_csv(results))):
         path = out_dir / f"{stem}.{suffix}"
         path.write_text(text)
         paths.append(path)
+    # the report and lab.compare know the fixed name wire.json (wire-netns.json): no date in it
+    data = {k: v for k, v in results.items() if k != "context"}
+    paths.append(lab_results.write("capture", stem, results["context"], data, out_dir, stamped=False))
     return paths

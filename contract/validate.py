@@ -145,6 +145,12 @@ def push_schema() -> dict[str, Any]:
     return json.loads(PUSH_SCHEMA_PATH.read_text())
 
 
+# Each JSON Schema of the contract has an absolute $id (urn:protolab:<name>) and
+# refers to the other by it, so any validator resolves them from a plain
+# registry of the files keyed by their $ids (docs/results.md shows one).
+SCHEMA_PATHS = (WS_SCHEMA_PATH, PUSH_SCHEMA_PATH)
+
+
 @cache
 def _push_registry() -> Registry:
     # ws-protocol.schema.json refers to push.schema.json (the feeds) and back, by $id.

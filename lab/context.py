@@ -48,6 +48,19 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def host_context(**extra: Any) -> dict[str, Any]:
+    """What a result file says about where and when it was made, for the results
+    that do not run the lab's stack themselves (a summary of runs, a fault test)."""
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": {"model": cpu_model(), "count": os.cpu_count()},
+        "commit": git_commit(),
+        **extra,
+    }
+
+
 def run_context(mode: str, database: Database, implementations: list[Implementation],
                 docker: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """`docker`: the Docker side of a docker-mode run (daemon settings, images);

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import os
 import statistics
@@ -49,8 +48,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lab import results as lab_results
 from lab import settings
 from lab.compare import BENCHMARKS, OPERATIONS, load, read_run
+from lab.context import host_context
 from lab.statistics import cycles_of, paired_ratios
 
 
@@ -521,11 +522,11 @@ def main(argv: list[str] | None = None) -> int:
     out = settings.RESULTS / f"runs-{stamp}.md"
     out.write_text(text)
     # What make report reads: the summary and the runs it came from.
-    (settings.RESULTS / "runs-latest.json").write_text(json.dumps({
+    lab_results.write("runs", "runs", host_context(), {
         "date": stamp, "modes": modes, "runs_per_mode": args.runs,
         "files": {m: [p.name for p in ps] for m, ps in files.items()},
         "contexts": {m: [r["context"] for r in rs] for m, rs in runs.items()},
-        "summary": summary}, indent=1))
+        "summary": summary})
     print(text)
     print(f"written to {out} and {settings.RESULTS / 'runs-latest.json'}")
     return 0

@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"implementation": name, **row})
         print(line(name, row), flush=True)
     context["push"].update(scenario=args.scenario, quick=args.quick)
-    path = write("push", {"context": context, "rows": rows, "studies": studies()}, out)
+    path = write("push", {"context": context, "rows": rows, "studies": studies()}, out, kind="push")
     print(f"push: {context['push']['seconds']:.0f} s; results: {path}")
     return 0
 

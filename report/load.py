@@ -10,12 +10,12 @@ suite's results/benchmarks/native-latest.json and capture's wire.json)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 
+from lab import results
 from load import summary
 from report.figures import _svg
 from report.page import Bullets, Figure, Heading, Page, Para, Table
@@ -36,18 +36,24 @@ FEATHERS_PAIRS = (("rest/node_fastify", "socketio/node_socketio"), ("rest/node_f
                   ("rest/python_flask", "ws/python_simple_websocket"))
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A saved result file, or None when it is missing or unreadable (the section says "not measured")."""
+def read_json(path: Path, kind: str, page: Page | None = None) -> dict[str, Any] | None:
+    """A saved result file of `kind` (through lab/results.py), or None when it is
+    missing or unreadable (the section says "not measured"); with `page`, a file
+    that is not such a result says why on the page."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return results.read(path, kind)
+    except OSError:
+        return None
+    except results.ResultError as exc:
+        if page is not None:
+            page.add(Para(f"`{path.name}` left out: {exc}", "missing"))
         return None
 
 
 def section(page: Page, results_dir: Path) -> list[str]:
     load_dir = results_dir / "load"
     page.add(Heading(2, "Under load", "load"))
-    sweep = read_json(load_dir / "sweep-latest.json")
+    sweep = read_json(load_dir / "sweep-latest.json", "load", page)
     if not sweep:
         page.add(Para("Not measured: run `make load` (the default sweep) to fill this section."))
     else:
@@ -150,11 +156,11 @@ def metric_figure(results: dict[str, Any], what: str) -> str:
 
 def kcheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     page.add(Heading(3, "k6 at concurrency 1 beside the Python client", "kcheck"))
-    k = read_json(load_dir / "kcheck-latest.json")
+    k = read_json(load_dir / "kcheck-latest.json", "crosscheck", page)
     if not k:
         page.add(Para("Not measured: `python -m load --scenario kcheck`."))
         return
-    bench = read_json(results_dir / "benchmarks" / "native-latest.json") or {"results": {}}
+    bench = read_json(results_dir / "benchmarks" / "native-latest.json", "latency") or {"results": {}}
     rows = []
     for op, per in k["results"].items():
         for name, cell in per.items():
@@ -177,7 +183,7 @@ def kcheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
 
 def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     page.add(Heading(3, "Feathers: HTTP vs one WebSocket per client", "feathers"))
-    f = read_json(load_dir / "feathers-latest.json")
+    f = read_json(load_dir / "feathers-latest.json", "feathers", page)
     if not f:
         page.add(Para("Not measured: `python -m load --scenario feathers`."))
         return

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from contract.errors import DEADLINE_EXCEEDED, UNAVAILABLE, ContractError
-from lab import dataset, settings
+from lab import dataset, results, settings
+from lab.context import host_context
 from lab.database import EmbeddedServer
 from lab.registry import CRUD_OPERATIONS, select
 from lab.stack import Lab, running_lab
@@ -32,8 +33,7 @@ TIMEOUT_MS = 600  # the services' configured database timeout in these tests
 
 
 def _record(name: str, figures: dict) -> None:
-    FAULTS.mkdir(parents=True, exist_ok=True)
-    (FAULTS / f"{name}.json").write_text(json.dumps(figures, indent=2) + "\n")
+    results.write("faults", name, host_context(), figures, FAULTS, stamped=False)
     print(json.dumps(figures, indent=1))
 
 

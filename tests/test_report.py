@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from capture import report as capture_report
+from lab import results as lab_results
 from lab import settings
 from lab.context import run_context
 from lab.processes import Process
@@ -157,8 +158,8 @@ def make_results(root: Path, docker: bool, drop_in_docker: str | None = None) ->
     runs = {"native": bench_run("native", 1)}
     if docker:
         runs["docker"] = bench_run("docker", 2, drop=drop_in_docker)
-    for mode, run in runs.items():
-        (root / "benchmarks" / f"{mode}-latest.json").write_text(json.dumps(run, indent=1))
+    for mode, run in runs.items():  # the suite's own writer (lab/results.py)
+        lab_results.write("latency", mode, run["context"], {"results": run["results"]}, root / "benchmarks")
     capture_report.write(wire_results(), root / "capture", "wire")  # the capture's own writer
     return root
 
@@ -221,7 +222,8 @@ def test_report_shows_the_run_to_run_summary(tmp_path):
     docker = json.loads((results / "benchmarks" / "docker-latest.json").read_text())
     summary = runs_summary({"native": [native, native], "docker": [docker, docker]})
     (results / "runs-latest.json").write_text(json.dumps(
-        {"date": "2026-01-01T000000Z", "modes": ["native", "docker"], "runs_per_mode": 2,
+        {"schema": lab_results.schema_name("runs"), "date": "2026-01-01T000000Z", "modes": ["native", "docker"],
+         "runs_per_mode": 2,
          "files": {"native": ["a.json", "b.json"], "docker": ["c.json", "d.json"]}, "summary": summary}))
     md = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)[0][1].read_text()
     assert "2 runs per mode, modes alternating (native, docker)" in md

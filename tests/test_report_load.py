@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lab.results import schema_name
 from load import histograms
 from report import load as load_report
 from report.page import Page, to_markdown
@@ -26,8 +27,15 @@ def _row(name: str, clients: int, p50: float, valid: bool = True) -> dict:
 
 
 def _write(results: Path, name: str, data: dict) -> None:
+    """A file as python -m load names it, its kind's schema name on it (the rest trimmed to what the report reads)."""
     (results / "load").mkdir(parents=True, exist_ok=True)
-    (results / "load" / f"{name}-latest.json").write_text(json.dumps(data))
+    kind = {"sweep": "load", "kcheck": "crosscheck"}.get(name, name)
+    (results / "load" / f"{name}-latest.json").write_text(json.dumps({"schema": schema_name(kind), **data}))
+
+
+def _latency(results: Path, data: dict) -> None:
+    (results / "benchmarks").mkdir()
+    (results / "benchmarks" / "native-latest.json").write_text(json.dumps({"schema": schema_name("latency"), **data}))
 
 
 def render(results: Path) -> str:
@@ -43,9 +51,7 @@ def test_missing_sweep_names_the_command(tmp_path):
 def test_the_k6_cross_check_is_shown_without_a_sweep(tmp_path):
     _write(tmp_path, "kcheck", {"results": {"fetch-one": {"rest/python_flask": {
         "median_us": 900, "mean_us_from_throughput": 950.0, "clock": "k6 HTTP timings (µs)"}}}})
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "native-latest.json").write_text(json.dumps(
-        {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}}))
+    _latency(tmp_path, {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}})
     text = render(tmp_path)
     assert "run `make load`" in text
     assert "| fetch-one | rest/python_flask | 900 | 950 | 1,800 | 2.00 |" in text
@@ -63,9 +69,7 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
         "median_us": 900, "mean_us_from_throughput": 950.0, "clock": "k6 HTTP timings (µs)"},
         "ws/go_coder": {"median_us": 1, "mean_us_from_throughput": 300.0,
                         "clock": "Date.now() in the script (1 ms)"}}}})
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "native-latest.json").write_text(json.dumps(
-        {"results": {"fetch-one": {name: {"median": 1800.0}, "ws/go_coder": {"median": 600.0}}}}))
+    _latency(tmp_path, {"results": {"fetch-one": {name: {"median": 1800.0}, "ws/go_coder": {"median": 600.0}}}})
     _write(tmp_path, "feathers", {"results": {
         name: [{"calls_per_connection": 1, "requests_per_s": 100.0,
                 "bytes_per_call": {"sent": 80, "received": 150}}],
