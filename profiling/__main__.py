@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from profiling.run import OPERATIONS, run
+from profiling.run import OPERATIONS, OUT, run
 
 
 def parser() -> argparse.ArgumentParser:
@@ -15,6 +16,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=10.0, help="sampling window per implementation and operation")
     p.add_argument("--warmup-seconds", type=float, default=20.0,
                    help="at most this long for the warm-up calls (the manifest's count, else 30)")
+    p.add_argument("--out", type=Path, default=OUT, help="where the profiles go (default results/profiles)")
     return p
 
 

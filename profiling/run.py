@@ -75,13 +75,9 @@ class Window:
     error: str = ""
 
 
-def directory(name: str, operation: str) -> Path:
-    return OUT / name / operation
-
-
 def profile_one(lab: Lab, impl: Implementation, runtime: Any, operation: str, args: argparse.Namespace,
                 perf: bool) -> Window:
-    window = Window(impl, operation, directory(impl.name, operation))
+    window = Window(impl, operation, args.out / impl.name / operation)
     shutil.rmtree(window.directory, ignore_errors=True)
     window.directory.mkdir(parents=True)
     make_call, check = OPERATIONS[operation]
@@ -193,7 +189,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         results = [write(w, runtimes[w.impl.name], context) for w in windows]
     for r in results:
         print(line(r))
-    print(f"make profile: {time.monotonic() - began:.0f} s; results: {OUT.relative_to(settings.ROOT)}/")
+    print(f"make profile: {time.monotonic() - began:.0f} s; results: {args.out}/")
     return results
 
 
