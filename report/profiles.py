@@ -113,21 +113,22 @@ def section(page: Page, results_dir: Path) -> list[str]:
         "`stacks.collapsed` under `results/profiles/`."))
     rows = []
     for s, _ in profiles:
+        who = s["implementation"] + (" (client)" if s.get("process") == "client" else "")
         if "error" in s:
-            rows.append([s["implementation"], s["operation"], "–", "–", "–", f"not profiled: {s['error']}", "–"])
+            rows.append([who, s["operation"], "–", "–", "–", f"not profiled: {s['error']}", "–"])
             continue
         cpu = s.get("cpu_us_per_call", {})
         top = "; ".join(f"{t['frame']} {_pct(t['self_share'])}" for t in s.get("top", [])[:5])
         split = ", ".join(f"{c} {_pct(v)}" for c, v in s.get("categories", {}).items())
-        rows.append([s["implementation"], s["operation"], f"{s['calls']:,}", f"{cpu.get('service', 0):,.0f}",
+        rows.append([who, s["operation"], f"{s['calls']:,}", f"{cpu.get('service', cpu.get('client', 0)):,.0f}",
                      f"{s.get('coverage', 0):.2f}", top, split])
-    page.add(Table(["implementation", "operation", "calls", "service CPU µs/call", "coverage", "top 5 frames (self)",
+    page.add(Table(["implementation", "operation", "calls", "CPU µs/call", "coverage", "top 5 frames (self)",
                     "split"], rows, "CPU profiles: top frames and categories", "profiles-table"))
     for s, folder in profiles:
         collapsed = folder / "stacks.collapsed"
         if "error" in s or not collapsed.exists():
             continue
-        name = f"{s['implementation']} {s['operation']}"
+        name = f"{s['implementation']} {s['operation']}" + (" (its client)" if s.get("process") == "client" else "")
         page.add(Figure(f"flame-{slug(name)}", flame_svg(collapsed.read_text(), s["language"], name),
                         f"{name}: {s['samples']:,} samples by {s['profiler']}, {s['calls']:,} calls; "
                         f"width = share of the samples, colour = category."))
