@@ -108,7 +108,9 @@ def section(page: Page, results_dir: Path) -> list[str]:
         "perf where the kernel allows it. Self share: the samples in which the frame is the leaf. The split: "
         "each sample's category is its leaf-most frame that a pattern of `profiling/categories.toml` names "
         "(a copy or an allocation counts for its caller). Coverage: the profile's samples against the "
-        "service's CPU seconds (below 1: CPU the profiler does not see, e.g. Python threads without the GIL). "
+        "service's CPU seconds: runtime/pprof counts CPU time (below 1: time it does not see); py-spy and V8 "
+        "sample by the clock, so a thread holding the GIL or running JavaScript while it waits for a CPU is "
+        "counted too (above 1 on a busy machine), and py-spy does not see threads without the GIL. "
         f"Profiled {ctx.get('date', '?')}; the native files (speedscope, `go tool pprof`) are beside each "
         "`stacks.collapsed` under `results/profiles/`."))
     rows = []
