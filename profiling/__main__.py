@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lab import settings
 from profiling.run import OPERATIONS, OUT, run
 
 
@@ -21,6 +22,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    settings.measuring()  # as make bench: not here in run(), which the tests call in their own process
     run(parser().parse_args(argv))
     return 0
 

@@ -156,7 +156,7 @@ def chosen(names: list[str] | None) -> list[Implementation]:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    settings.measuring()
+    """The profiles (the caller sets the measurement's settings: __main__ calls settings.measuring())."""
     began = time.monotonic()
     impls = chosen(args.impl)
     why_no_perf = Perf.why_not()
