@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
+.PHONY: profile fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -106,3 +106,9 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) results/benchmarks results/capture results/load
+
+# CPU profiles per implementation and operation with each runtime's own profiler
+# (profiling/): results/profiles/<impl>/<operation>/. make profile PROFILE_ARGS="--impl grpc/go_grpc --seconds 10"
+PROFILE_ARGS ?=
+profile: bootstrap
+	$(PY) -m profiling $(PROFILE_ARGS)

@@ -93,6 +93,7 @@ ONE_WORKER = {
     "host": ("test_docker_mode.py", "test_dockerd.py", "test_capture_engine.py", "test_wire_capture.py",
              "test_faults.py"),
     "fuzz": ("test_fuzz.py",),
+    "profiling": ("test_profiling.py",),  # one profiling run (a module fixture) for all its tests
 }
 
 

@@ -13,6 +13,7 @@ from lab import runs as bench_runs
 from lab.registry import study_column
 from report import confidence, fernando, figures, grouping, published
 from report import load as load_report
+from report import profiles as profiles_report
 from report import push as push_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
@@ -397,6 +398,7 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     rankings += load_report.section(page, inputs.results_dir)
     rankings += push_report.section(page, inputs.results_dir)
     rankings += fernando.section(page, inputs.results_dir)
+    rankings += profiles_report.section(page, inputs.results_dir)
     page.add(Heading(2, "Sources", "sources"),
              Bullets([f"{study['citation']['text']} ({study['citation']['authors']}); Tables 4–7 "
                       f"transcribed in `report/published/kaminski2023.json` from "
