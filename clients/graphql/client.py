@@ -62,3 +62,11 @@ class GraphQLClient(OperationClient):
 def _error(error: dict[str, Any], status: int) -> ContractError:
     code = (error.get("extensions") or {}).get("code", INTERNAL)
     return error_for(code, str(error.get("message")), native=(status, code))
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The request GraphQLClient sends for `op` with `params` as its variables."""
+    from clients.rest.client import http_plan
+
+    with requests.Session() as session:
+        return http_plan(session, "POST", endpoint, dumpb({"query": QUERIES[op], "variables": params}), headers=JSON)
