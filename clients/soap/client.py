@@ -136,8 +136,9 @@ def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
     """The request SoapClient sends for `op`: the envelope and HTTP headers zeep's binding
     makes from the WSDL, serialized as zeep's transport serializes it (post_xml), on the
     client's own session (its User-Agent); builds the message only, never dials."""
-    from clients.rest.client import http_plan
     from zeep.wsdl.utils import etree_to_string
+
+    from clients.rest.client import http_plan
 
     client = SoapClient(endpoint)
     try:
