@@ -158,13 +158,14 @@ def warm(lab: Lab, impl: Implementation, operation: str, max_s: float | None = N
         client.close()
 
 
-def measure(lab: Lab, impl: Implementation, operation: str, calls: int = CALLS,
-            warmup: int = WARMUP) -> dict[str, Any]:
-    """One implementation and operation: warmed, prepared, the outside client's run folded."""
+def measure(lab: Lab, impl: Implementation, operation: str, calls: int = CALLS, warmup: int = WARMUP,
+            service_warmup_s: float | None = None) -> dict[str, Any]:
+    """One implementation and operation: warmed (at most `service_warmup_s`, default the
+    latency suite's limit), prepared, the outside client's run folded."""
     protocol = PROTOCOLS[impl.protocol]
     client = client_build(protocol)
     client.build()
-    warmed = warm(lab, impl, operation)
+    warmed = warm(lab, impl, operation, service_warmup_s)
     prepare(lab, operation)
     pids = {"service": lab.pids[impl.name]}
     if lab.database.pid:

@@ -172,23 +172,3 @@ def test_out_names_a_result_and_refuses_a_path(capsys):
         with pytest.raises(SystemExit):
             parser().parse_args(["--out", bad])
         assert "give a name" in capsys.readouterr().err
-
-
-def test_kcheck_warms_a_service_by_its_manifests_count_through_the_python_client(lab, seeding):
-    """load.scenarios.warm: an implementation whose manifest asks for warm-up
-    calls gets them through the service (insert: each made one stored game,
-    which kcheck's prepare() clears before k6 runs), stopped by the time limit
-    if it comes first; one that does not ask gets none."""
-    from load.scenarios import warm
-    asking = [i for i in lab.implementations if i.warmup_calls]
-    plain = [i for i in lab.implementations if not i.warmup_calls]
-    if not asking or not plain:
-        pytest.skip("needs an implementation with [bench] warmup_calls and one without")
-    impl = asking[0]
-    assert warm(lab, plain[0], "fetch-one") is None
-    made = warm(lab, impl, "insert", max_s=0.5)
-    assert 1 <= made <= impl.warmup_calls
-    games = seeding.store.games
-    assert games.count_documents({}) == made
-    prepare(lab, "insert")
-    assert games.count_documents({}) == 0
