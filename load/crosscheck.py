@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import tempfile
@@ -170,6 +171,7 @@ def measure(lab: Lab, impl: Implementation, operation: str, calls: int = CALLS, 
     pids = {"service": lab.pids[impl.name]}
     if lab.database.pid:
         pids["database"] = lab.database.pid
+    load_before = os.getloadavg()[0]  # the machine's other work: neighbours' runs share its two cores
     out = run_client(client, plan(protocol, lab.endpoints[impl.name], operation, calls, warmup), pids)
     made = warmup + calls
     return {"client": f"{out['library']} {out['version']}", "library": out["library"], "version": out["version"],
@@ -177,6 +179,7 @@ def measure(lab: Lab, impl: Implementation, operation: str, calls: int = CALLS, 
             "calls": calls, "warmup": warmup, "answered": len(out["samples_ns"]), "errors": out["errors"],
             "first_error": out.get("first_error"), "request_sha256": out["request_sha256"],
             "request_bytes": out["request_bytes"], "service_warmup_calls": warmed,
+            "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             # over the client's whole run: its warm-up calls and connection set-up included
             "cpu_us_per_call": {name: round(1e6 * s / made, 1) for name, s in out["cpu_s"].items()}}
 
