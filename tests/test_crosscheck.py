@@ -11,6 +11,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 from benchmarks.suite import OPERATION
+from clients.grpc.client import SERVICE
 from clients.protocols import PROTOCOLS, Protocol
 from contract.codec import dumpb
 from load import crosscheck
@@ -43,7 +44,7 @@ def _grpc(client: Any) -> None:
         def __getattr__(self, name: str) -> Any:
             def call(request: Any, **_: Any) -> None:
                 raise Sent(request.SerializeToString(),
-                           {"method": f"protolab.games.v1.Games/{name}",
+                           {"method": f"{SERVICE}/{name}",
                             "message": MessageToDict(request, preserving_proto_field_name=True)})
             return call
     client.stub = Stub()
