@@ -203,7 +203,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
           "process tree and the database; rest = wall time − their sum (waiting, wire, scheduling); a negative rest "
           "means the processes ran at the same time on the two cores (the client decoding while the service "
           "finishes its request), so their CPU adds up to more than the wall time.")
-    write("k6 cross-check: " + k6_status())
+    write("cross-check: " + crosscheck_status())
     if guard is not None:
         write(noise.describe(guard), red=guard["flagged"], bold=guard["flagged"])
     if lab is None:
@@ -224,11 +224,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
 
 
-def k6_status() -> str:
-    """The load instrument's k6 figures at concurrency 1 sit beside these in make report."""
-    path = settings.RESULTS / "load" / "kcheck-latest.json"
+def crosscheck_status() -> str:
+    """The Go and Node.js clients at concurrency 1 (python -m load.crosscheck), beside these in make report."""
+    path = settings.RESULTS / "load" / "crosscheck-latest.json"
     return f"{path.relative_to(settings.ROOT)}, beside these medians in make report" if path.exists() else \
-        "not measured (python -m load --scenario kcheck: k6 at concurrency 1; make report sets it beside these)"
+        ("not measured (python -m load.crosscheck: a Go or Node.js client per protocol at concurrency 1; "
+         "make report sets it beside these)")
 
 
 def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str, Any]:

@@ -148,7 +148,7 @@ class GcRecord:
 def untimed_calls(call: Callable[[], Any], n: int, limit_s: float | None = None,
                   after: Callable[[Any], None] | None = None) -> int:
     """n untimed calls (fewer if limit_s runs out first), after(result) after
-    each; how many were made. The warm-up of measure(), and of load's kcheck."""
+    each; how many were made. The warm-up of measure(), and of load.crosscheck's warm()."""
     deadline = None if limit_s is None else time.monotonic() + limit_s
     for done in range(n):
         if deadline is not None and time.monotonic() > deadline:

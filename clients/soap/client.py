@@ -130,3 +130,21 @@ def _game_from(value: Any) -> Game:
         if value is None and name != "is_kernel_ac":
             game[name] = ""
     return game
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The request SoapClient sends for `op`: the envelope and HTTP headers zeep's binding
+    makes from the WSDL, serialized as zeep's transport serializes it (post_xml), on the
+    client's own session (its User-Agent); builds the message only, never dials."""
+    from zeep.wsdl.utils import etree_to_string
+
+    from clients.rest.client import http_plan
+
+    client = SoapClient(endpoint)
+    try:
+        args = [_game_to(v) if k == "game" else v for k, v in params.items()]  # the methods' argument order
+        envelope, headers = client.service._binding._create(op, args, {}, client=client.zeep,
+                                                            options={"address": endpoint})
+        return http_plan(client.session, "POST", endpoint, etree_to_string(envelope), headers=headers)
+    finally:
+        client.close()

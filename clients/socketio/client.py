@@ -138,3 +138,11 @@ class SocketIOClient(OperationClient):
 
     def close(self) -> None:
         self.sio.disconnect()
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The connection and event SocketIOClient makes for `op`: the server's URL and
+    path as it connects (the WebSocket transport only), the event and its argument."""
+    url = urlsplit(endpoint)
+    return {"url": f"{url.scheme}://{url.netloc}", "path": "/" + (url.path.strip("/") or "socket.io"),
+            "transports": ["websocket"], "event": EVENT, "argument": {"op": op, "params": params}}
