@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from benchmarks.suite import OPERATIONS, Suite, selected_subjects
-from lab import noise, settings
+from lab import settings
 from lab.context import run_context
-from lab.statistics import resampled_in_runs, summarize
-from lab.testing import LAB_KEY
+from lab.pytest_plugin.fixtures import LAB_KEY
+from lab.stats import noise
+from lab.stats.statistics import resampled_in_runs, summarize
 
 SUITE_KEY = pytest.StashKey[Suite]()
 
@@ -225,7 +226,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if all(subjects <= set(results.get(op, {})) for op in OPERATIONS):
         (out_dir / f"{lab.mode}-latest.json").write_text(text)
     else:  # a -k selection must not replace the complete run that reports and comparisons read
-        write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
+        write(f"partial run: {lab.mode}-latest.json (read by lab.stats.compare and make report) left as it was")
 
 
 def k6_status() -> str:

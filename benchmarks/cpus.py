@@ -38,8 +38,8 @@ from benchmarks.interleave import Design, measure
 from benchmarks.study import ratios
 from benchmarks.suite import OPERATION, cleanup
 from lab import dataset, settings
-from lab.runs import spread
 from lab.stack import running_lab
+from lab.stats.runs import spread
 from load.pinning import pin_tree
 
 SUBJECTS = ["direct", "rest/python_flask", "rest/go_nethttp", "grpc/python_grpcio", "grpc/node_grpcjs",

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.interleave import Design, measure
-from lab import dataset, noise
+from lab import dataset
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS
 from lab.resources import CpuClock
-from lab.statistics import rank
-from lab.testing import IMPLEMENTATIONS
+from lab.stats import noise
+from lab.stats.statistics import rank
 
 # pytest parameters (an implementation that serves no CRUD is skipped, saying why) and their names.
 SUBJECTS = [*IMPLEMENTATIONS, "direct"]

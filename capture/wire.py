@@ -50,7 +50,6 @@ from capture.dissect import (
     Layers,
     dissect,
 )
-from capture.netns import veth_namespace
 from capture.tshark import (
     ACK,
     SETUP,
@@ -68,6 +67,7 @@ from capture.workload import OPERATIONS, RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS
 from lab import dataset
 from lab.context import run_context
+from lab.host.netns import veth_namespace
 from lab.registry import CRUD_OPERATIONS
 from lab.stack import running_lab
 

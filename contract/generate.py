@@ -46,7 +46,7 @@ def generate(out_dir: Path) -> dict[str, str]:
 
 def generate_go(out_dir: Path) -> dict[str, str]:
     """Run protoc with the Go plugins into out_dir; return {file name: text}."""
-    from lab.tools import go_install
+    from lab.host.tools import go_install
 
     plugins = {name: go_install(module, version, name) for name, (module, version) in GO_PLUGINS.items()}
     mapping = f"Mcontract/games.proto={GO_PACKAGE}"

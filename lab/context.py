@@ -51,9 +51,9 @@ def _version(package: str) -> str:
 def run_context(mode: str, database: Database, implementations: list[Implementation],
                 docker: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """`docker`: the Docker side of a docker-mode run (daemon settings, images);
-    by default the running stack's own description (lab.compose)."""
+    by default the running stack's own description (lab.host.compose)."""
     if docker is None and mode == "docker":
-        from lab import compose
+        from lab.host import compose
 
         docker = compose.active_description()
     return {

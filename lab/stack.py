@@ -137,7 +137,7 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
     if implementations is not None and (names is not None or mode == "docker"):
         raise ValueError("implementations replace names, in native mode only")
     if mode == "docker":
-        from lab import compose  # Docker mode only: native runs never import it
+        from lab.host import compose  # Docker mode only: native runs never import it
 
         with compose.running_stack(names, change_streams) as lab:
             yield lab

@@ -17,9 +17,9 @@ from typing import Any
 
 from lab import settings
 from lab.context import run_context
+from lab.host.tools import k6, k6_version
 from lab.registry import select
 from lab.stack import running_lab
-from lab.tools import k6, k6_version
 from load import operations, pinning, runner, summary
 from load.state import prepare
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from lab import tools
+from lab.host import tools
 from lab.processes import terminate
 from load.operations import PROTO
 

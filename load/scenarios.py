@@ -28,8 +28,8 @@ import time
 from typing import Any
 
 from lab.context import run_context
+from lab.host.tools import k6 as k6_binary
 from lab.stack import running_lab
-from lab.tools import k6 as k6_binary
 from load import broadcast, k6, operations, pinning, runner
 from load.state import prepare
 

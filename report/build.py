@@ -8,9 +8,10 @@ from typing import Any
 
 from capture import report as capture_report
 from clients.protocols import label
-from lab import compare, compose
-from lab import runs as bench_runs
+from lab.host import compose
 from lab.registry import study_column
+from lab.stats import compare
+from lab.stats import runs as bench_runs
 from report import confidence, fernando, figures, grouping, published
 from report import load as load_report
 from report import push as push_report
@@ -205,7 +206,7 @@ def native_vs_docker_section(page: Page, inputs: Inputs) -> None:
                       + ", ".join(f"`{RUN_COMMAND[m]}`" for m in absent) + ".", "missing"))
         return
     native, docker = inputs.runs["native"], inputs.runs["docker"]
-    page.add(Para("As `python -m lab.compare` prints it: the same benchmarks and clients, the services "
+    page.add(Para("As `python -m lab.stats.compare` prints it: the same benchmarks and clients, the services "
                   "in containers with their ports published on 127.0.0.1; Δ median and the Docker/native "
                   "ratio of medians."),
              Bullets([compare.describe(m, inputs.runs[m]["context"]).removeprefix("- ") for m in MODES]))

@@ -29,8 +29,8 @@ import pytest
 from clients.protocols import get as protocol
 from lab import dataset
 from lab.processes import tcp_sockets
+from lab.pytest_plugin.fixtures import CRUD_OPERATIONS
 from lab.registry import select
-from lab.testing import CRUD_OPERATIONS
 
 TIMEOUT = 10.0
 HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)
@@ -147,7 +147,7 @@ def test_a_client_sending_one_byte_per_second_blocks_no_one(lab, seeded, name):
 
 @pytest.fixture(scope="module")
 def k6_binary():
-    from lab import tools
+    from lab.host import tools
     try:
         return tools.k6()
     except SystemExit as exc:

@@ -12,14 +12,14 @@ import time
 
 import pytest
 
-from lab.testing import IMPLEMENTATIONS
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS
 from load import k6, operations, pinning, runner
 from load.state import prepare
 
 
 @pytest.fixture(scope="module")
 def k6_binary():
-    from lab import tools
+    from lab.host import tools
     try:
         return tools.k6()
     except SystemExit as exc:  # no Go toolchain to build it with

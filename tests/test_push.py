@@ -16,8 +16,8 @@ import watched
 from clients.sse.client import SseClient
 from contract.errors import INVALID_ARGUMENT, ContractError
 from lab import dataset
+from lab.pytest_plugin.fixtures import implementations
 from lab.registry import discover
-from lab.testing import implementations
 from services.common.feeds import PUSH, WebSocketPush
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}

@@ -15,8 +15,8 @@ import socketio
 from hypothesis import strategies as st
 
 from clients.socketio.client import CODEC, EVENT
-from fuzz.values import hostile_text
 from clients.ws.fuzz import JSON_VALUES, invalid_requests, judge, valid_requests
+from fuzz.values import hostile_text
 from lab.settings import CALL_TIMEOUT
 
 if TYPE_CHECKING:

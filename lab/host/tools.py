@@ -1,6 +1,6 @@
 """External programs the lab installs once into its cache and reuses.
 
-    from lab.tools import k6
+    from lab.host.tools import k6
     k6()  # Path of the k6 binary, built with `go install` on first use (~2 min)
 
 Each is built from its own registry (here the Go module proxy) at a pinned
