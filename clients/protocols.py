@@ -31,7 +31,8 @@ What a descriptor says:
                      (WebSocket, socket.io): a load user holds it for the whole run
     load_user        "module:Class" of its Locust user (imported only inside Locust, which
                      patches the process for gevent), or None with `no_load` saying why
-    fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer)
+    fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer), called
+                     as fuzzer(endpoint, seeded_ids) by fuzz/runner.py, which seeds the collection
     crosscheck       the folder of its non-Python concurrency-1 client (clients/<p>/crosscheck),
                      or None with `no_crosscheck` saying why
 """

@@ -160,7 +160,10 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
     store = lab.store()
     try:
         model = Model(store, tally)
-        strategy, execute, close = DESCRIPTORS[impl.protocol].fuzzer_function()(lab.endpoints[name])
+        # The ids the collection holds, in the dataset's order, for the fuzzer to draw
+        # on (its updates and deletes hit): the clients know no dataset.
+        seeded_ids = list(model.games)
+        strategy, execute, close = DESCRIPTORS[impl.protocol].fuzzer_function()(lab.endpoints[name], seeded_ids)
         key = (impl.protocol, cases, seed)
         if key not in _DRAWN:
             _DRAWN[key] = draw(strategy, cases, seed)
@@ -179,7 +182,8 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
     return tally
 
 
-Fuzzer = Callable[[str], tuple[SearchStrategy, Execute, Callable[[], None]]]
+# A descriptor's fuzzer: (endpoint, seeded ids) -> (strategy, execute, close).
+Fuzzer = Callable[[str, list[str]], tuple[SearchStrategy, Execute, Callable[[], None]]]
 
 
 PROTOCOLS = tuple(name for name, p in DESCRIPTORS.items() if p.fuzzer)  # those with a fuzzer

@@ -6,6 +6,7 @@ document must execute (HTTP 200)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import hypothesis_graphql
@@ -13,9 +14,9 @@ import requests
 from graphql import FieldNode, NameNode, OperationDefinitionNode, SelectionSetNode, parse, print_ast
 from hypothesis import strategies as st
 
+from clients.base import CALL_TIMEOUT
 from contract.errors import ERRORS, INTERNAL
 from contract.validate import GRAPHQL_SDL_PATH
-from lab.settings import CALL_TIMEOUT
 
 if TYPE_CHECKING:
     from fuzz.runner import Model, Tally
@@ -59,7 +60,7 @@ def _writes(document: str) -> list[tuple[str, str, str | None]]:
     return found
 
 
-def fuzzer(endpoint: str):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     sdl = GRAPHQL_SDL_PATH.read_text()
     Mode = hypothesis_graphql.Mode
     documents = st.one_of(

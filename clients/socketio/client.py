@@ -14,10 +14,9 @@ from urllib.parse import urlsplit
 import engineio
 import socketio
 
-from clients.base import OperationClient
+from clients.base import CALL_TIMEOUT, OperationClient
 from contract.codec import dumpb, dumps
 from contract.errors import ContractError, Unavailable, error_for
-from lab.settings import CALL_TIMEOUT
 
 EVENT = "call"
 PUSH_EVENT = "push"  # the WebSocket protocol's push message as its argument
