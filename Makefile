@@ -87,8 +87,11 @@ load: bootstrap
 report: $(STAMP)
 	$(PY) -m report
 
+# ruff; the layers and no import cycles (import-linter, pyproject.toml's [tool.importlinter];
+# --no-cache: its cache once answered from files as they no longer were); gofmt and go vet.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 	@if command -v go >/dev/null; then \
 	  modules=$$(find . \( -name node_modules -o -name '.*' ! -name . \) -prune -o -name go.mod -printf '%h\n'); \
 	  unformatted=$$(gofmt -l $$modules); \

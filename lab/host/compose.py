@@ -59,6 +59,7 @@ from lab.database import Database, durability_text, external, mode_text, secantu
 from lab.host import dockerd
 from lab.processes import free_ports
 from lab.registry import Implementation, discover, glob_files, select
+from lab.running import Lab
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
 MONGO_SERVICE = "mongo"
@@ -595,8 +596,6 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
     change_streams: the database as natively (lab.database.database): a single-node
     replica set for tests (the push feed `changes`), standalone for measurements."""
     global _active
-    from lab.stack import Lab  # lab.stack imports this module only in Docker mode
-
     stale = stale_reason()
     if stale:
         raise SystemExit(f"{stale}; regenerate it with: python -m lab.host.compose write")
