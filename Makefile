@@ -34,7 +34,7 @@ db:
 builds:
 	@$(PYTHON) -m lab.build
 
-# On TEST_WORKERS pytest-xdist workers, each with its own lab (lab/pytest_plugin/fixtures.py:
+# On TEST_WORKERS pytest-xdist workers, each with its own lab (lab/pytest_plugin/scheduling.py:
 # the tests that change the host as a whole share one worker); 0: in this process.
 TEST_WORKERS ?= 3
 test: bootstrap

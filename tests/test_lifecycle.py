@@ -181,10 +181,10 @@ def test_what_make_bootstrap_runs_before_the_venv_needs_only_the_standard_librar
 
 
 def test_tests_that_change_the_host_share_one_worker():
-    """make test's workers (lab/pytest_plugin/fixtures.py): a host-wide test is scheduled in its
+    """make test's workers (lab/pytest_plugin/scheduling.py): a host-wide test is scheduled in its
     group, any other test on its own; every file named there exists (a renamed
     file would otherwise run beside the others unnoticed)."""
-    from lab.pytest_plugin.fixtures import ONE_WORKER, scope_of
+    from lab.pytest_plugin.scheduling import ONE_WORKER, scope_of
     here = Path(__file__).parent
     for group, files in ONE_WORKER.items():
         for file in files:
