@@ -65,6 +65,7 @@ from capture.tshark import (
 )
 from capture.workload import OPERATIONS, RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS
+from contract.codec import dumpb
 from lab import dataset
 from lab.context import run_context
 from lab.host.netns import veth_namespace
@@ -318,7 +319,6 @@ def _tshark_version() -> str:
 
 def _record_sizes() -> dict[str, int]:
     """JSON sizes (the lab's codec) of the records the operations move."""
-    from contract.codec import dumpb
     fetched = dataset.documents([dataset.fetch_games()[dataset.FETCH_SET // 2]])[0]
     sizes = sorted(len(dumpb(g)) for g in dataset.games())
     return {"inserted_game_json": len(dumpb(dataset.median_game())),

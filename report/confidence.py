@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.stats import noise
 from lab.stats.statistics import resampled_in_runs
 from report import figures
 from report.inputs import MODES, RUN_COMMAND, Inputs
@@ -143,8 +144,6 @@ def cpu_section(page: Page, inputs: Inputs) -> None:
 
 
 def noise_section(page: Page, inputs: Inputs) -> None:
-    from lab.stats import noise
-
     page.add(Heading(2, "Noise guard", "noise"))
     items = []
     for mode in MODES:
