@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import hypothesis_graphql
 import requests
@@ -15,11 +15,9 @@ from graphql import FieldNode, NameNode, OperationDefinitionNode, SelectionSetNo
 from hypothesis import strategies as st
 
 from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally
 from contract.errors import ERRORS, INTERNAL
 from contract.validate import GRAPHQL_SDL_PATH
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 WRITES = {"create_game": "create", "update_game": "update", "delete_game": "delete"}
 ACCEPTS = [None, "application/json", "application/graphql-response+json"]

@@ -5,7 +5,7 @@ no valid message. Answers must be OK or the contract's own status codes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -13,13 +13,10 @@ from google.protobuf.message_factory import GetMessageClass
 from hypothesis import strategies as st
 
 from clients.base import CALL_TIMEOUT
-from clients.fuzzvalues import hostile_text, ids
+from clients.fuzzing import Model, Tally, hostile_text, ids
 from contract import games_pb2 as pb
 from contract.game import ID_PATTERN
 from contract.grpc_codec import message_to_game
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Games"]
 CONTRACT_CODES = {grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 import schemathesis
@@ -22,10 +22,8 @@ from schemathesis.checks import (
 )
 
 from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally
 from contract.validate import OPENAPI_PATH
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance, negative_data_rejection, positive_data_acceptance]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 import zeep
@@ -23,12 +23,9 @@ from lxml import etree
 from zeep.xsd import types as xsd
 
 from clients.base import CALL_TIMEOUT
-from clients.fuzzvalues import hostile_text
+from clients.fuzzing import Model, Tally, hostile_text
 from contract.game import ID_PATTERN, LIMITS, MAX_REQUEST_BYTES
 from contract.validate import SOAP_ENV, WSDL_PATH, soap_message_errors
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 NAMESPACE = "urn:protolab:games"
 MUTATIONS = ("wrong type", "missing element", "unknown element", "huge value", "malformed XML", "wrong SOAPAction")

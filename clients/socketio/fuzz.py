@@ -9,19 +9,16 @@ and carry a contract code when it is an error."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import socketio
 from hypothesis import strategies as st
 
 from clients.base import CALL_TIMEOUT
-from clients.fuzzvalues import hostile_text
+from clients.fuzzing import Model, Tally, hostile_text
 from clients.socketio.client import CODEC, EVENT
 from clients.ws.fuzz import JSON_VALUES, invalid_requests, judge, valid_requests
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 # Names socket.io keeps for itself: a client may not emit them.
 RESERVED = {"connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener"}

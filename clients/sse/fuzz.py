@@ -11,22 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import httpx
 from hypothesis import strategies as st
 
 from clients.base import CALL_TIMEOUT
-from clients.fuzzvalues import hostile_text
+from clients.fuzzing import Model, Tally, hostile_text
 from clients.sse.client import EventStream
 from contract.codec import loads
 from contract.errors import INVALID_ARGUMENT
 from contract.validate import push_schema, sse_event_errors
 from services.common.feeds import PUSH
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 EVENTS_READ = 3  # at most this many events of a stream are read, then it is closed
 

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hypothesis import strategies as st
 
 from clients.base import CALL_TIMEOUT
-from clients.fuzzvalues import hostile_text
+from clients.fuzzing import Model, Tally, hostile_text
 from clients.ws.client import Connection
 from contract.errors import INTERNAL
 from contract.validate import ws_message_errors, ws_schema
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_text(),
