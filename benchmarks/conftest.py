@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from benchmarks.suite import Suite, selected_subjects
-from lab import noise, settings
 from lab import results as lab_results
+from lab import settings
 from lab.context import run_context
-from lab.statistics import resampled_in_runs, summarize
-from lab.testing import LAB_KEY
+from lab.pytest_plugin.fixtures import LAB_KEY
+from lab.stats import noise
+from lab.stats.statistics import resampled_in_runs, summarize
 from lab.workload import LATENCY
 
 SUITE_KEY = pytest.StashKey[Suite]()
@@ -221,7 +222,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                              settings.RESULTS / "benchmarks", latest=complete)
     write(f"raw results: {path.relative_to(settings.ROOT)}")
     if not complete:  # a -k selection must not replace the complete run that reports and comparisons read
-        write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
+        write(f"partial run: {lab.mode}-latest.json (read by lab.stats.compare and make report) left as it was")
 
 
 def crosscheck_status() -> str:

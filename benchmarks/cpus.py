@@ -38,9 +38,9 @@ from benchmarks.suite import OPERATION, cleanup
 from lab import dataset, settings
 from lab import results as lab_results
 from lab.context import host_context
-from lab.runs import spread
+from lab.host.pinning import pin_tree
 from lab.stack import running_lab
-from load.pinning import pin_tree
+from lab.stats.runs import spread
 
 SUBJECTS = ["direct", "rest/python_flask", "rest/go_nethttp", "grpc/python_grpcio", "grpc/node_grpcjs",
             "graphql/node_yoga", "ws/go_coder", "socketio/node_socketio"]

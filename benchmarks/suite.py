@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.interleave import Design, measure
-from lab import dataset, noise, workload
+from lab import dataset, workload
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS
 from lab.resources import CpuClock
-from lab.statistics import rank
-from lab.testing import IMPLEMENTATIONS
+from lab.stats import noise
+from lab.stats.statistics import rank
 
 # pytest parameters (an implementation that serves no CRUD is skipped, saying why) and their names.
 SUBJECTS = [*IMPLEMENTATIONS, "direct"]
@@ -47,7 +48,7 @@ def design_from_env() -> Design:
     def get(name: str, default: int) -> int:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
-                  warmup=get("WARMUP", 30), warmup_max_s=float(os.environ.get("LAB_BENCH_WARMUP_MAX_S", 45.0)),
+                  warmup=get("WARMUP", 30), warmup_max_s=workload.warmup_max_s(),
                   settle_cycles=get("SETTLE_CYCLES", 100),
                   baseline_visits=get("BASELINE_VISITS", 4))
 

@@ -50,7 +50,6 @@ from capture.dissect import (
     Layers,
     dissect,
 )
-from capture.netns import veth_namespace
 from capture.tshark import (
     ACK,
     SETUP,
@@ -66,8 +65,10 @@ from capture.tshark import (
 )
 from capture.workload import RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS
+from contract.codec import dumpb
 from lab import dataset, workload
 from lab.context import run_context
+from lab.host.netns import veth_namespace
 from lab.registry import CRUD_OPERATIONS
 from lab.stack import running_lab
 from lab.workload import CAPTURE
@@ -316,7 +317,6 @@ def _tshark_version() -> str:
 
 def _record_sizes() -> dict[str, int]:
     """JSON sizes (the lab's codec) of the records the operations move."""
-    from contract.codec import dumpb
     fetched = dataset.documents([dataset.fetch_games()[dataset.FETCH_SET // 2]])[0]
     sizes = sorted(len(dumpb(g)) for g in dataset.games())
     return {"inserted_game_json": len(dumpb(dataset.median_game())),

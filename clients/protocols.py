@@ -33,7 +33,8 @@ What a descriptor says:
                      gevent for the Locust users (load/locustfile.py) that drive it: imported
                      only in a Locust process, which gevent has patched; or None with `no_load`
                      saying why
-    fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer)
+    fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer), called
+                     as fuzzer(endpoint, seeded_ids) by fuzz/runner.py, which seeds the collection
     crosscheck       the folder of its non-Python concurrency-1 client (clients/<p>/crosscheck, built
                      and run as its crosscheck.toml says), or None with `no_crosscheck` saying why
     crosscheck_plan  "module:function" (endpoint, op, params) -> the request as data, exactly as its

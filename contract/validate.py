@@ -30,6 +30,8 @@ from lxml import etree
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from contract.errors import ERRORS
+
 CONTRACT_DIR = Path(__file__).resolve().parent
 OPENAPI_PATH = CONTRACT_DIR / "openapi.yaml"
 WS_SCHEMA_PATH = CONTRACT_DIR / "ws-protocol.schema.json"
@@ -244,8 +246,6 @@ def soap_message_errors(envelope: bytes) -> list[str]:
         return [f"the Body holds {len(parts)} elements, not one"]
     part = parts[0]
     if part.tag == f"{{{SOAP_ENV}}}Fault":
-        from contract.errors import ERRORS
-
         faultcode = (part.findtext("faultcode") or "").split(":")[-1].split(".")[0]
         problems = [] if faultcode in ("Client", "Server") else [f"faultcode {faultcode!r}"]
         if part.find("faultstring") is None:

@@ -74,7 +74,7 @@ LANGUAGE_ORDER = ("python", "go", "node")
 
 # What an implementation serves unless its manifest says otherwise (`operations`):
 # the contract's CRUD operations and a health call. A push-only one (SSE) says
-# operations = ["health", "subscribe"]; the suites select by it (lab/testing.py).
+# operations = ["health", "subscribe"]; the suites select by it (lab/pytest_plugin/fixtures.py).
 CRUD_OPERATIONS = ("create", "get", "list", "update", "delete", "health")
 
 

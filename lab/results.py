@@ -38,7 +38,7 @@ KINDS: dict[str, int] = {
     "push": 1,          # python -m load.push: results/load/push-*.json
     "capture": 1,       # python -m capture: results/capture/wire.json, wire-netns.json
     "push-capture": 1,  # python -m capture.push: results/capture/push-*.json
-    "runs": 1,          # python -m lab.runs: results/runs-*.json
+    "runs": 1,          # python -m lab.stats.runs: results/runs-*.json
     "faults": 1,        # tests/test_faults.py: results/faults/<test>.json
     "fuzz": 1,          # tests/test_fuzz.py: results/fuzz/latest.json, latest-test.json
     "cpus": 1,          # python -m benchmarks.cpus: results/cpus-*.json

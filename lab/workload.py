@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -157,3 +159,23 @@ def prepare(collection: Any, operation: Operation) -> None:
     collection without secondary indexes; the others against the fetch set
     with indexes (as the core study did)."""
     dataset.reset(collection, operation.seed, indexes=operation.indexes)
+
+
+def warmup_max_s() -> float:
+    """At most this long a subject's warm-up calls (LAB_BENCH_WARMUP_MAX_S, default 45 s):
+    the latency suite's limit, which the cross-check's warm-up keeps too."""
+    return float(os.environ.get("LAB_BENCH_WARMUP_MAX_S", 45.0))
+
+
+def untimed_calls(call: Callable[[], Any], n: int, limit_s: float | None = None,
+                  after: Callable[[Any], None] | None = None) -> int:
+    """n untimed calls (fewer if limit_s runs out first), after(result) after
+    each; how many were made. The latency suite's warm-up, and the cross-check's."""
+    deadline = None if limit_s is None else time.monotonic() + limit_s
+    for done in range(n):
+        if deadline is not None and time.monotonic() > deadline:
+            return done
+        result = call()
+        if after is not None:
+            after(result)
+    return n

@@ -10,8 +10,9 @@ from typing import Any
 from clients.protocols import get as protocol
 from lab import results as lab_results
 from lab import settings, workload
+from lab.host import pinning
 from lab.registry import select
-from load import pinning, runner
+from load import runner
 from load.engine import locust_version
 
 RESULTS = settings.RESULTS / "load"

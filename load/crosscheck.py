@@ -34,15 +34,12 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from benchmarks.interleave import untimed_calls
-from benchmarks.suite import design_from_env
-from clients.base import OperationClient
+from clients.base import CALL_TIMEOUT, OperationClient
 from clients.protocols import PROTOCOLS, Protocol
 from lab import settings, workload
 from lab.context import run_context
 from lab.registry import Implementation, select
 from lab.resources import cpu_seconds
-from lab.settings import CALL_TIMEOUT
 from lab.stack import Lab, running_lab
 from load.common import prepare, write
 
@@ -153,8 +150,8 @@ def warm(lab: Lab, impl: Implementation, operation: str, max_s: float | None = N
     prepare(lab, operation)
     client = lab.client(impl.name)
     try:
-        limit = design_from_env().warmup_max_s if max_s is None else max_s
-        return untimed_calls(workload.get(operation).call(client), impl.warmup_calls, limit)
+        limit = workload.warmup_max_s() if max_s is None else max_s
+        return workload.untimed_calls(workload.get(operation).call(client), impl.warmup_calls, limit)
     finally:
         client.close()
 

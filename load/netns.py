@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from capture.netns import NetnsUnavailable, veth_namespace
+from lab.host.netns import NetnsUnavailable, veth_namespace
 from load.runner import Settings
 
 

@@ -52,9 +52,9 @@ from typing import Any
 
 from lab import settings
 from lab.context import run_context
+from lab.host import pinning
 from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import running_lab
-from load import pinning
 from load.common import RESULTS, write
 
 SOURCE = Path(__file__).parent / "push-client"

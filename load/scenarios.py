@@ -32,9 +32,10 @@ from clients.protocols import get as protocol
 from contract.codec import dumps
 from lab import workload
 from lab.context import run_context
+from lab.host import pinning
 from lab.registry import select
 from lab.stack import running_lab
-from load import broadcast, pinning, runner
+from load import broadcast, runner
 from load.common import SWEEP_CLIENTS, drivable, load_context, prepare, settings_from, write
 
 FEATHERS_CONNECTIONS = 100

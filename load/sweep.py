@@ -13,8 +13,9 @@ from typing import Any
 
 from lab import settings
 from lab.context import run_context
+from lab.host import pinning
 from lab.stack import running_lab
-from load import netns, pinning, runner, summary
+from load import netns, runner, summary
 from load.common import drivable, load_context, prepare, settings_from, write
 
 

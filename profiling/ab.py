@@ -9,7 +9,7 @@ the service tree's CPU read around each block (lab.resources.CpuClock).
 Prints, per variant: service CPU µs per call (the median over cycles, with
 the spread of its five consecutive fifths: a repeat's range), the latency
 median, the ratio to direct with its 99 % CI and the CPU ratio after ÷ before
-with its 99 % CI (lab.statistics, paired by cycle). Writes
+with its 99 % CI (lab.stats.statistics, paired by cycle). Writes
 results/profiles/ab-latest.json. Only implementations with a build step (Go)
 can be built at another revision; Python and Node.js run from the tree."""
 
@@ -31,7 +31,7 @@ from lab import dataset, settings
 from lab.registry import Implementation, select
 from lab.resources import CpuClock
 from lab.stack import running_lab
-from lab.statistics import PairedBootstrap, rank
+from lab.stats.statistics import PairedBootstrap, rank
 from profiling.run import OPERATIONS, OUT
 
 CONFIDENCE = 0.99

@@ -23,8 +23,8 @@ from contract.game import MAX_REQUEST_BYTES, MAX_URI_BYTES
 from contract.grpc_codec import game_to_message
 from contract.validate import rest_response_errors
 from lab import dataset
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS
 from lab.registry import discover
-from lab.testing import IMPLEMENTATIONS
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 JSON_PROTOCOLS = ("rest", "graphql", "ws", "socketio")

@@ -41,7 +41,7 @@ def test_the_cases_drawn_with_one_seed_are_the_same_each_time():
     from fuzz.runner import draw
 
     def requests(seed: int) -> list[str]:
-        strategy, _, close = rest_fuzz.fuzzer("http://127.0.0.1:9")  # nothing is sent
+        strategy, _, close = rest_fuzz.fuzzer("http://127.0.0.1:9", [])  # nothing is sent
         close()
         return [case.as_curl_command(base_url="http://127.0.0.1:9") for case in draw(strategy, 40, seed)]
     first = requests(SEED)

@@ -56,7 +56,7 @@ def test_grpc_lists_its_services_by_reflection_and_answers_health(impl, lab):
 def grpcurl_or_skip() -> str:
     if shutil.which("go") is None and not any(settings.cache_dir().glob("grpcurl-*/bin/grpcurl")):
         pytest.skip("grpcurl is built with Go (go install ...grpcurl@v1.9.3): no Go on this machine")
-    from lab.tools import grpcurl
+    from lab.host.tools import grpcurl
     return str(grpcurl())
 
 

@@ -25,8 +25,8 @@ from lab import settings
 from lab.context import run_context
 from lab.processes import Process
 from lab.registry import discover
-from lab.runs import summarize as runs_summary
-from lab.statistics import summarize
+from lab.stats.runs import summarize as runs_summary
+from lab.stats.statistics import summarize
 from report import published
 from report.__main__ import write
 
@@ -190,7 +190,7 @@ def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
     (paths, summary) = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)
     md = paths[1].read_text()
     assert f"docker mode, insert: **{dropped}** has no result" in md
-    assert "docker / native" in md  # lab.compare's table
+    assert "docker / native" in md  # lab.stats.compare's table
     assert "userland proxy off" in md
     assert (tmp_path / "out" / "report-figures" / "wire.svg").exists()
 
@@ -359,8 +359,8 @@ def test_report_renders_in_headless_chromium(tmp_path):
 
 
 def test_report_shows_rankings_with_confidence_the_cpu_split_and_the_noise_guard(tmp_path):
-    from lab import noise
-    from lab.statistics import rank
+    from lab.stats import noise
+    from lab.stats.statistics import rank
 
     results = make_results(tmp_path / "results", docker=False)
     path = results / "benchmarks" / "native-latest.json"

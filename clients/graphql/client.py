@@ -6,13 +6,12 @@ from typing import Any
 
 import requests
 
-from clients.base import OperationClient
+from clients.base import CALL_TIMEOUT, OperationClient
 from clients.http import RequestsTransport, Transport
 from clients.rest.client import http_plan
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, LANGUAGE_DETAILS
-from lab.settings import CALL_TIMEOUT
 
 # Every field, so a GraphQL fetch moves the same document as the other protocols.
 GAME_FIELDS = " ".join(

@@ -6,12 +6,11 @@ from typing import Any
 
 import grpc
 
-from clients.base import Game
+from clients.base import CALL_TIMEOUT, Game
 from contract import games_pb2 as pb
 from contract.errors import ContractError, error_for
 from contract.games_pb2_grpc import GamesStub
 from contract.grpc_codec import game_to_message, message_to_document
-from lab.settings import CALL_TIMEOUT
 
 SERVICE = "protolab.games.v1.Games"
 METHOD_OF = {"create": ("CreateGame", pb.Game), "update": ("UpdateGame", pb.Game)}

@@ -7,11 +7,10 @@ from urllib.parse import quote, urlencode
 
 import requests
 
-from clients.base import Game
+from clients.base import CALL_TIMEOUT, Game
 from clients.http import Reply, RequestsTransport, Transport
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
-from lab.settings import CALL_TIMEOUT
 
 JSON = {"Content-Type": "application/json"}
 

@@ -5,6 +5,7 @@ A SOAP Fault becomes the contract's error named in its <detail><code>."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -14,11 +15,12 @@ from zeep.exceptions import Fault, TransportError
 from zeep.helpers import serialize_object
 from zeep.transports import Transport
 
-from clients.base import Game
+import contract
+from clients.base import CALL_TIMEOUT, Game
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
-from lab.settings import CALL_TIMEOUT, ROOT
 
-WSDL = ROOT / "contract" / "games.wsdl"
+# The contract's WSDL, printed from the SOAP service (services/soap/python_spyne/wsdl.py).
+WSDL = Path(contract.__file__).resolve().parent / "games.wsdl"
 SOAP_ENV = "http://schemas.xmlsoap.org/soap/envelope/"
 LIST_FIELDS = ("developer", "publisher", "platforms", "languages", "tags")
 

@@ -16,10 +16,9 @@ from simple_websocket import Client
 from simple_websocket.ws import Base
 from wsproto import ConnectionType
 
-from clients.base import Event, OperationClient
+from clients.base import CALL_TIMEOUT, Event, OperationClient
 from contract.codec import dumps, loads
 from contract.errors import ContractError, Unavailable, error_for
-from lab.settings import CALL_TIMEOUT
 
 
 def _reader_thread(target: Any) -> threading.Thread:
