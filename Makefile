@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
+.PHONY: profile fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -34,7 +34,7 @@ db:
 builds:
 	@$(PYTHON) -m lab.build
 
-# On TEST_WORKERS pytest-xdist workers, each with its own lab (lab/testing.py:
+# On TEST_WORKERS pytest-xdist workers, each with its own lab (lab/pytest_plugin/scheduling.py:
 # the tests that change the host as a whole share one worker); 0: in this process.
 TEST_WORKERS ?= 3
 test: bootstrap
@@ -53,15 +53,15 @@ bench: bootstrap
 RUNS ?= 3
 MODES ?= native,docker
 bench-runs: bootstrap
-	$(PY) -m lab.runs --runs $(RUNS) --modes $(MODES) -- $(PYTEST_ARGS)
+	$(PY) -m lab.stats.runs --runs $(RUNS) --modes $(MODES) -- $(PYTEST_ARGS)
 
 serve: bootstrap
 	$(VENV)/bin/protolab serve
 
-# Docker mode (lab/compose.py). Local base, Python and database images for hosts
+# Docker mode (lab/host/compose.py). Local base, Python and database images for hosts
 # without an image registry (debootstrap; about a minute once, then cached).
 docker-images: bootstrap
-	$(PY) -m lab.dockerd images
+	$(PY) -m lab.host.dockerd images
 
 bench-docker: bootstrap
 	LAB_MODE=docker $(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
@@ -94,8 +94,11 @@ load-ui: bootstrap
 report: $(STAMP)
 	$(PY) -m report
 
+# ruff; the layers and no import cycles (import-linter, pyproject.toml's [tool.importlinter];
+# --no-cache: its cache once answered from files as they no longer were); gofmt and go vet.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 	@if command -v go >/dev/null; then \
 	  modules=$$(find . \( -name node_modules -o -name '.*' ! -name . \) -prune -o -name go.mod -printf '%h\n'); \
 	  unformatted=$$(gofmt -l $$modules); \
@@ -106,3 +109,9 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) results/benchmarks results/capture results/load
+
+# CPU profiles per implementation and operation with each runtime's own profiler
+# (profiling/): results/profiles/<impl>/<operation>/. make profile PROFILE_ARGS="--impl grpc/go_grpc --seconds 10"
+PROFILE_ARGS ?=
+profile: bootstrap
+	$(PY) -m profiling $(PROFILE_ARGS)

@@ -7,16 +7,18 @@ raw results with their context in results/benchmarks/."""
 from __future__ import annotations
 
 import datetime
-import json
 from typing import Any
 
 import pytest
 
-from benchmarks.suite import OPERATIONS, Suite, selected_subjects
-from lab import noise, settings
+from benchmarks.suite import Suite, selected_subjects
+from lab import results as lab_results
+from lab import settings
 from lab.context import run_context
-from lab.statistics import resampled_in_runs, summarize
-from lab.testing import LAB_KEY
+from lab.pytest_plugin.fixtures import LAB_KEY
+from lab.stats import noise
+from lab.stats.statistics import resampled_in_runs, summarize
+from lab.workload import LATENCY
 
 SUITE_KEY = pytest.StashKey[Suite]()
 
@@ -186,7 +188,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                                         if "direct" in r.times})
     terminalreporter.section("protolab: latency per operation")
     rankings = {}
-    for operation in [*OPERATIONS, *sorted(set(results) - set(OPERATIONS))]:
+    for operation in [*LATENCY, *sorted(set(results) - set(LATENCY))]:
         if operation not in results:
             continue
         result = suite.results.get(operation) if suite else None
@@ -202,7 +204,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
           "process tree and the database; rest = wall time − their sum (waiting, wire, scheduling); a negative rest "
           "means the processes ran at the same time on the two cores (the client decoding while the service "
           "finishes its request), so their CPU adds up to more than the wall time.")
-    write("k6 cross-check: " + k6_status())
+    write("cross-check: " + crosscheck_status())
     if guard is not None:
         write(noise.describe(guard), red=guard["flagged"], bold=guard["flagged"])
     if lab is None:
@@ -213,26 +215,22 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         context["noise"] = guard
     write(f"mode {lab.mode}; database {lab.database.server} {lab.database.version}; "
           f"{context['cpu']['count']} × {context['cpu']['model']}; commit {context['commit']}")
-    out_dir = settings.RESULTS / "benchmarks"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = context["date"].replace(":", "").replace("+0000", "Z")
-    path = out_dir / f"{lab.mode}-{stamp}.json"
-    text = json.dumps({"context": context, "results": results, "rankings": rankings}, indent=1)
-    path.write_text(text)
-    write(f"raw results: {path.relative_to(settings.ROOT)}")
     # every implementation that serves the CRUD operations (a push-only one has no latency row)
     subjects = {*(i.name for i in lab.implementations if i.serves("create", "get", "list")), "direct"}
-    if all(subjects <= set(results.get(op, {})) for op in OPERATIONS):
-        (out_dir / f"{lab.mode}-latest.json").write_text(text)
-    else:  # a -k selection must not replace the complete run that reports and comparisons read
-        write(f"partial run: {lab.mode}-latest.json (read by lab.compare and make report) left as it was")
+    complete = all(subjects <= set(results.get(op, {})) for op in LATENCY)
+    path = lab_results.write("latency", lab.mode, context, {"results": results, "rankings": rankings},
+                             settings.RESULTS / "benchmarks", latest=complete)
+    write(f"raw results: {path.relative_to(settings.ROOT)}")
+    if not complete:  # a -k selection must not replace the complete run that reports and comparisons read
+        write(f"partial run: {lab.mode}-latest.json (read by lab.stats.compare and make report) left as it was")
 
 
-def k6_status() -> str:
-    """The load instrument's k6 figures at concurrency 1 sit beside these in make report."""
-    path = settings.RESULTS / "load" / "kcheck-latest.json"
+def crosscheck_status() -> str:
+    """The Go and Node.js clients at concurrency 1 (python -m load.crosscheck), beside these in make report."""
+    path = settings.RESULTS / "load" / "crosscheck-latest.json"
     return f"{path.relative_to(settings.ROOT)}, beside these medians in make report" if path.exists() else \
-        "not measured (python -m load --scenario kcheck: k6 at concurrency 1; make report sets it beside these)"
+        ("not measured (python -m load.crosscheck: a Go or Node.js client per protocol at concurrency 1; "
+         "make report sets it beside these)")
 
 
 def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str, Any]:

@@ -27,8 +27,6 @@ part of what moves a ratio between runs.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
 import random
 import statistics
@@ -38,9 +36,11 @@ from benchmarks.interleave import Design, measure
 from benchmarks.study import ratios
 from benchmarks.suite import OPERATION, cleanup
 from lab import dataset, settings
-from lab.runs import spread
+from lab import results as lab_results
+from lab.context import host_context
+from lab.host.pinning import pin_tree
 from lab.stack import running_lab
-from load.pinning import pin_tree
+from lab.stats.runs import spread
 
 SUBJECTS = ["direct", "rest/python_flask", "rest/go_nethttp", "grpc/python_grpcio", "grpc/node_grpcjs",
             "graphql/node_yoga", "ws/go_coder", "socketio/node_socketio"]
@@ -104,10 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                                                       "worst_dev": dev[worst], "worst": worst, "devs": dev}
             print(f"{condition:5} {name:9} largest deviation from the middle of {len(kept)} reps: "
                   f"median {statistics.median(dev.values()):.1%}, worst {dev[worst]:.1%} ({worst})")
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
-    path = settings.RESULTS / f"cpus-{stamp}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"args": vars(args), "ratios_to_direct": per_rep, "summary": summary}, indent=1))
+    path = lab_results.write("cpus", "cpus", host_context(),
+                             {"args": vars(args), "ratios_to_direct": per_rep, "summary": summary}, latest=False)
     print(f"results: {path}")
     return 0
 

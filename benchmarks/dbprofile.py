@@ -22,7 +22,7 @@ from benchmarks.interleave import Design, measure
 from clients.direct.client import DirectClient
 from lab import dataset
 from lab.database import build_key, embedded, secantus_binary
-from lab.statistics import rank
+from lab.stats.statistics import rank
 
 DEFAULT = {"CARGO_PROFILE_RELEASE_LTO": "false", "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "16"}
 

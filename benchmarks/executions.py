@@ -44,9 +44,10 @@ from typing import Any
 
 from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
-from lab import dataset, runs, settings
+from lab import dataset, settings
 from lab.database import database
 from lab.stack import Lab, running_lab, second_process
+from lab.stats import runs
 
 DEFAULT_SUBJECTS = ("grpc/node_grpcjs", "graphql/node_yoga", "grpc/go_grpc", "grpc/python_grpcio")
 
@@ -62,7 +63,7 @@ def execution(times: dict[str, list[float]], design: dict[str, Any]) -> dict[str
 
 
 def twin_ratio(ranking: dict[str, Any], subject: str, twin: str) -> dict[str, Any]:
-    """subject ÷ twin, paired by cycle, with its interval, from the suite's ranking (lab.statistics.rank)."""
+    """subject ÷ twin, paired by cycle, with its interval, from the suite's ranking (lab.stats.statistics.rank)."""
     pair = next(p for p in ranking["pairs"] if {p["a"], p["b"]} == {subject, twin})
     low, high = pair["ci"]
     if pair["a"] == subject:

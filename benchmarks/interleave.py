@@ -50,6 +50,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.workload import untimed_calls
+
 
 @dataclass(frozen=True)
 class Design:
@@ -143,20 +145,6 @@ class GcRecord:
         return {"frozen_objects": self.frozen, "collections": list(self.collections),
                 "ms": round(self.ns / 1e6, 3), "in_timed_calls_ms": round(self.timed_ns / 1e6, 3),
                 "largest_ms": round(self.largest_ns / 1e6, 3)}
-
-
-def untimed_calls(call: Callable[[], Any], n: int, limit_s: float | None = None,
-                  after: Callable[[Any], None] | None = None) -> int:
-    """n untimed calls (fewer if limit_s runs out first), after(result) after
-    each; how many were made. The warm-up of measure(), and of load's kcheck."""
-    deadline = None if limit_s is None else time.monotonic() + limit_s
-    for done in range(n):
-        if deadline is not None and time.monotonic() > deadline:
-            return done
-        result = call()
-        if after is not None:
-            after(result)
-    return n
 
 
 def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int | None = None,

@@ -35,7 +35,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from benchmarks.interleave import Design, measure
-from lab import dataset, settings
+from lab import dataset
+from lab import results as lab_results
+from lab.context import host_context
 from lab.processes import terminate
 from lab.stack import running_lab
 
@@ -116,9 +118,7 @@ def cause(calls: dict[str, Callable[[], Any]], names: list[str], n: int, reps: i
 
 def save(kind: str, out: dict[str, Any]) -> None:
     """Write a study's results to results/<kind>-<date>.json, and say where."""
-    path = settings.RESULTS / f"{kind}-{out['date'].replace(':', '')}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
+    path = lab_results.write(kind, kind, host_context(), out, latest=False)
     print(f"\nwritten to {path}")
 
 

@@ -8,11 +8,11 @@ import argparse
 import sys
 import time
 
-from capture.netns import NetnsUnavailable
 from capture.report import markdown, write
 from capture.tshark import CaptureError
 from capture.wire import DEFAULT_N, measure
 from lab import settings
+from lab.host.netns import NetnsUnavailable
 
 
 def main(argv: list[str] | None = None) -> int:

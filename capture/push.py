@@ -18,7 +18,6 @@ HTTP/2 DATA frames, WebSocket frame headers).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 from capture.tshark import Capture, between, ensure_tshark, tally
 from capture.wire import service_port
 from clients.sse.client import SseClient
+from lab import results as lab_results
 from lab import settings
 from lab.context import run_context
 from lab.registry import select
@@ -132,10 +132,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     results = measure(args.only)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for path in (out / f"push-{stamp}.json", out / "push-latest.json"):
-        path.write_text(json.dumps(results, indent=2) + "\n")
+    data = {k: v for k, v in results.items() if k != "context"}
+    lab_results.write("push-capture", "push", results["context"], data, out)
     print(table(results))
     print(f"wrote {out / 'push-latest.json'}")
 

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 from capture.tshark import LOOPBACK_NOTE
 from capture.wire import DIRECTIONS, PHASES
 from clients.protocols import label
+from lab import results as lab_results
 from lab.registry import study_column
-from report.published import load as load_published
-from report.published import study_bytes as published_bytes
 
-STUDY = ("Kamiński et al., \"Comparative review of selected Internet communication "
-         "protocols\", FCDS 2023 (arXiv 2212.07475), Table 7: bytes per operation, "
-         "counted with Wireshark")
-# Table 7 of the study, bytes, from the published figures kept as data.
-STUDY_TABLE_7 = published_bytes(load_published())
-STUDY_OPERATION = {"fetch-one": "Fetching element", "insert": "Inserting element"}
 NETNS_NOTE = ("Captured on the host end of a veth pair into a network namespace, MTU 1,500: "
               "segments of at most 1,448 payload bytes in frames of at most 1,514 bytes, with "
               "a real 14-byte Ethernet header, as on a wired link. The service<->MongoDB "
@@ -47,61 +39,6 @@ def by_protocol(results: dict[str, Any]) -> dict[str, str]:
     return study_column(list(results["protocols"]))
 
 
-def comparison(results: dict[str, Any]) -> dict[str, Any]:
-    """The study's Table 7 beside the lab's figures, and whether the rankings agree."""
-    impl_of = by_protocol(results)
-    out: dict[str, Any] = {}
-    for op, study in STUDY_TABLE_7.items():
-        rows = {}
-        for protocol, study_bytes in study.items():
-            name = impl_of.get(protocol)
-            if name is None:
-                continue
-            new = results["new_connection"][name][op]["total"]["total"]["frame_bytes"]
-            db = results["database"][name][op]["new_connection"]["total"]["frame_bytes"]
-            steady = results["steady"][name][op]["total"]["frame_bytes"]
-            rows[protocol] = {"implementation": name, "study": study_bytes,
-                              "new_connection": new, "new_connection_with_db": new + db,
-                              "steady": steady, "study_over_lab": study_bytes / new}
-        ranks = {}
-        for column in ("study", "new_connection", "new_connection_with_db", "steady"):
-            ranks[column] = sorted(rows, key=lambda p, c=column: (rows[p][c], p))
-        out[op] = {"rows": rows, "ranking": ranks,
-                   "agrees": {c: ranks[c] == ranks["study"] for c in ranks if c != "study"}}
-    return out
-
-
-def _why_they_differ(results: dict[str, Any], comp: dict[str, Any]) -> str:
-    """One sentence, from the numbers, on why the study's bytes differ from the lab's."""
-    rec = results["context"]["records"]
-    diff = {op: [r["study"] - r["new_connection"] for r in c["rows"].values()]
-            for op, c in comp.items()}
-    if not all(diff.values()):
-        return ""
-    records = (f"this dataset's ~{rec['dataset_median_json']:,} B records (median JSON; the "
-               f"fetched game {rec['fetched_game_json']:,} B, the inserted "
-               f"{rec['inserted_game_json']:,} B)")
-    if all(d > 0 for ds in diff.values() for d in ds):
-        return (f"The study's figures exceed the lab's new-connection totals by "
-                f"{min(min(d) for d in diff.values()):,.0f}–{max(max(d) for d in diff.values()):,.0f} B, "
-                f"most likely because its records (Kaggle's \"80000 Steam games\" dataset) "
-                f"were larger than {records}.")
-    rest_insert = next(iter(comp["insert"]["rows"].values()))["implementation"]
-    echo = results["new_connection"][rest_insert]["insert"]["total"]["to_client"]["app_payload"]
-    fetch, insert = diff["fetch-one"], diff["insert"]
-    return (f"The study's fetch figures exceed the lab's new-connection totals by "
-            f"{min(fetch):,.0f}–{max(fetch):,.0f} B, likely because its records (Kaggle's \"80000 "
-            f"Steam games\" dataset) were larger than {records}, while its insert figures are "
-            f"{'below' if max(insert) < 0 else 'within'} the lab's ({min(insert):+,.0f} to "
-            f"{max(insert):+,.0f} B) because every lab insert also answers with the whole created "
-            f"game ({echo:,.0f} B of JSON back), which the study's insert apparently did not; "
-            f"the study does not say whether setup, teardown or database packets were counted.")
-
-
-def _ranking(order: list[str]) -> str:
-    return " < ".join(label(p) for p in order)
-
-
 def markdown(results: dict[str, Any]) -> str:
     ctx = results["context"]
     cap = ctx["settings"]["capture"]
@@ -120,33 +57,8 @@ def markdown(results: dict[str, Any]) -> str:
     if results["problems"]:
         lines += ["**Problems:** " + "; ".join(results["problems"]), ""]
 
-    # -- Table 7
-    comp = comparison(results)
-    lines += ["## The study's Table 7 beside the lab", "",
-              f"Study: {STUDY}. Lab: one operation on a new connection (TCP handshake, "
-              "application setup, the operation, close), all frames both directions; also "
-              "with the service<->MongoDB frames of that operation, and the steady-state cost "
-              "of the same operation on a kept-alive connection.", ""]
-    head = ["operation", "protocol", "study", "lab: new connection", "lab: + MongoDB",
-            "lab: kept-alive", "study ÷ lab (new conn.)"]
-    rows = []
-    for op, c in comp.items():
-        for protocol, r in c["rows"].items():
-            rows.append([STUDY_OPERATION[op], label(protocol),
-                         _n(r["study"]), _n(r["new_connection"]),
-                         _n(r["new_connection_with_db"]), _n(r["steady"]),
-                         f"{r['study_over_lab']:.2f}"])
-    lines += _table(head, rows)
-    lines += [_why_they_differ(results, comp), ""]
-    for op, c in comp.items():
-        agree = c["agrees"]
-        lines.append(
-            f"- {STUDY_OPERATION[op]}, fewest bytes first: study {_ranking(c['ranking']['study'])}; "
-            f"lab, new connection {_ranking(c['ranking']['new_connection'])} "
-            f"(**{'agrees' if agree['new_connection'] else 'differs'}**); lab, kept-alive "
-            f"{_ranking(c['ranking']['steady'])} "
-            f"({'agrees' if agree['steady'] else 'differs'}).")
-    lines.append("")
+    lines += ["The study's Table 7 beside these figures (Kamiński et al. 2023) is in the report: "
+              "`make report`, section \"Bytes on the wire\" (report/wire_study.py).", ""]
 
     # -- steady
     n = cap["operations_per_steady_window"]
@@ -266,11 +178,12 @@ def rows_csv(results: dict[str, Any]) -> str:
 
 def write(results: dict[str, Any], out_dir: Path, stem: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = {**results, "table_7": comparison(results)}
     paths = []
-    for suffix, text in (("md", markdown(results)), ("csv", rows_csv(results)),
-                         ("json", json.dumps(results, indent=1))):
+    for suffix, text in (("md", markdown(results)), ("csv", rows_csv(results))):
         path = out_dir / f"{stem}.{suffix}"
         path.write_text(text)
         paths.append(path)
+    # the report and lab.stats.compare know the fixed name wire.json (wire-netns.json): no date in it
+    data = {k: v for k, v in results.items() if k != "context"}
+    paths.append(lab_results.write("capture", stem, results["context"], data, out_dir, stamped=False))
     return paths

@@ -48,7 +48,7 @@ Frame bytes on Linux loopback: the MTU is 65,536 and every frame carries a fake
 14-byte Ethernet header (LOOPBACK_LINK_HEADER), so frame bytes = TCP payload +
 14 + IP header (20; 40 for IPv6) + TCP header (20 + options: 32 with
 timestamps, 40 on SYNs; 20 on a RST answering a segment for a closed socket).
-For real Ethernet segmentation see `capture.netns`.
+For real Ethernet segmentation see `lab.host.netns`.
 """
 
 from __future__ import annotations

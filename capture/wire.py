@@ -50,7 +50,6 @@ from capture.dissect import (
     Layers,
     dissect,
 )
-from capture.netns import veth_namespace
 from capture.tshark import (
     ACK,
     SETUP,
@@ -64,12 +63,15 @@ from capture.tshark import (
     streams,
     tally,
 )
-from capture.workload import OPERATIONS, RemoteWorkload, Workload
+from capture.workload import RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS
-from lab import dataset
+from contract.codec import dumpb
+from lab import dataset, workload
 from lab.context import run_context
+from lab.host.netns import veth_namespace
 from lab.registry import CRUD_OPERATIONS
 from lab.stack import running_lab
+from lab.workload import CAPTURE
 
 PHASES = ("tcp_setup", "app_setup", "operation", "app_teardown", "tcp_teardown")
 DIRECTIONS = ("to_server", "to_client")
@@ -193,11 +195,8 @@ def operation_streams(db_packets: Sequence[Packet], layers: dict[int, Layers],
 # --- measuring -----------------------------------------------------------------
 
 def prepare(collection: Any, op: str) -> None:
-    """The database state the benchmarks start each operation from."""
-    if op == "insert":
-        dataset.reset(collection, [], indexes=False)
-    else:
-        dataset.reset(collection, dataset.fetch_games(), indexes=True)
+    """The database state the workload table starts `op` from (lab/workload.py)."""
+    workload.prepare(collection, workload.get(op))
 
 
 @contextmanager
@@ -257,21 +256,21 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                 name = impl.name
                 # New connections first: grpcio shares one connection between the
                 # channels of a process, so none of this implementation may be open.
-                for op in OPERATIONS:
+                for op in CAPTURE:
                     for _ in range(NEW_CONNECTION_REPEATS):
                         prepare(store.games, op)
                         windows.append({"name": name, "op": op, "kind": "new_connection",
                                         **workload.new_connection(name, op, 0)})
                 windows.append({"name": name, "op": "", "kind": "open",
                                 **workload.open(name)})
-                for op in OPERATIONS:
+                for op in CAPTURE:
                     prepare(store.games, op)
                     windows.append({"name": name, "op": op, "kind": "steady", "n": n,
                                     **workload.steady(name, op, n)})
                 windows.append({"name": name, "op": "", "kind": "close",
                                 **workload.close(name)})
             local.open("direct")
-            for op in OPERATIONS:
+            for op in CAPTURE:
                 prepare(store.games, op)
                 windows.append({"name": "direct", "op": op, "kind": "steady", "n": n,
                                 **local.steady("direct", op, n)})
@@ -318,7 +317,6 @@ def _tshark_version() -> str:
 
 def _record_sizes() -> dict[str, int]:
     """JSON sizes (the lab's codec) of the records the operations move."""
-    from contract.codec import dumpb
     fetched = dataset.documents([dataset.fetch_games()[dataset.FETCH_SET // 2]])[0]
     sizes = sorted(len(dumpb(g)) for g in dataset.games())
     return {"inserted_game_json": len(dumpb(dataset.median_game())),
@@ -379,6 +377,6 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
         new.setdefault(name, {})[op] = {
             **cell, "samples_frame_bytes": [s[0]["total"]["total"]["frame_bytes"] for s in samples]}
         database.setdefault(name, {}).setdefault(op, {})["new_connection"] = db
-    return {"operations": list(OPERATIONS), "ports": ports, "protocols": protocols,
+    return {"operations": list(CAPTURE), "ports": ports, "protocols": protocols,
             "steady": steady, "new_connection": new, "database": database,
             "problems": problems}

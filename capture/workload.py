@@ -10,9 +10,10 @@ It runs where the client sockets should be: in this process for a loopback
 capture, or inside the veth namespace (`python -m capture.workload`, driven
 by `RemoteWorkload` over JSON lines on stdin/stdout) for `--netns`.
 
-The operations and their arguments are the benchmarks' (lab.dataset): the
-median game is inserted; fetch-one and update use the fetch set's middle game;
-fetch-100 lists the whole fetch set; delete removes fetch-set games in order.
+The operations and their arguments are the workload table's (lab/workload.py,
+those marked `capture`): the median game is inserted; fetch-one and update use
+the fetch set's middle game; fetch-100 lists the whole fetch set; delete
+removes fetch-set games in order.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from typing import Any
 
 from clients import connect
 from clients.base import GameClient
-from lab import dataset
+from lab import workload
 from lab.settings import ROOT
 
-OPERATIONS = ("insert", "fetch-one", "fetch-100", "update", "delete")
 WARMUP = 2  # operations before a steady window: pools, HPACK tables and caches warm
 CLOSE_TIMEOUT = 5.0
 # Client-side TCP states that mean a connection is still being set up or closed.
@@ -39,31 +39,6 @@ CLOSE_TIMEOUT = 5.0
 # client we just closed, but e.g. another idle keep-alive client whose server
 # timed the connection out (waiting for it would wait forever).
 _UNSETTLED = {"SYN-SENT", "FIN-WAIT-1", "FIN-WAIT-2", "LAST-ACK", "CLOSING"}
-
-
-class Arguments:
-    """The benchmarks' arguments for each operation, computed once."""
-
-    def __init__(self) -> None:
-        fetch = dataset.fetch_games()
-        self.insert_game = dataset.median_game()
-        self.fetch_id = dataset.fetch_id()
-        self.update_game = fetch[dataset.FETCH_SET // 2]  # the fetched game, replaced as is
-        self.delete_ids = [d["_id"] for d in dataset.documents(fetch)]
-
-    def call(self, client: GameClient, op: str, index: int) -> Any:
-        """Operation `op`; `index` picks a distinct game for delete."""
-        if op == "insert":
-            return client.create(self.insert_game)
-        if op == "fetch-one":
-            return client.get(self.fetch_id)
-        if op == "fetch-100":
-            return client.list(dataset.FETCH_SET, 0)
-        if op == "update":
-            return client.update(self.fetch_id, self.update_game)
-        if op == "delete":
-            return client.delete(self.delete_ids[index])
-        raise ValueError(f"unknown operation {op!r}")
 
 
 def unsettled_connections(port: int) -> list[str]:
@@ -88,7 +63,6 @@ class Workload:
     def __init__(self, factory: Callable[[str], GameClient], ports: dict[str, int]):
         self.factory = factory      # name -> new connected client
         self.ports = ports          # name -> service port (for wait_settled)
-        self.args = Arguments()
         self.kept: dict[str, GameClient] = {}
 
     def open(self, name: str) -> dict[str, float]:
@@ -106,17 +80,17 @@ class Workload:
     def steady(self, name: str, op: str, n: int, warmup: int = WARMUP) -> dict[str, float]:
         client = self.kept[name]
         for i in range(warmup):
-            self.args.call(client, op, i)
+            workload.get(op).nth(client, i)
         t0 = time.time()
         for i in range(warmup, warmup + n):
-            self.args.call(client, op, i)
+            workload.get(op).nth(client, i)
         return {"t0": t0, "t1": time.time()}
 
     def new_connection(self, name: str, op: str, index: int = 0) -> dict[str, float]:
         t0 = time.time()
         client = self.factory(name)
         try:
-            self.args.call(client, op, index)
+            workload.get(op).nth(client, index)
         finally:
             client.close()
         wait_settled(self.ports[name])

@@ -33,9 +33,12 @@ What a descriptor says:
                      gevent for the Locust users (load/locustfile.py) that drive it: imported
                      only in a Locust process, which gevent has patched; or None with `no_load`
                      saying why
-    fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer)
-    crosscheck       the folder of its non-Python concurrency-1 client (clients/<p>/crosscheck),
-                     or None with `no_crosscheck` saying why
+    fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer), called
+                     as fuzzer(endpoint, seeded_ids) by fuzz/runner.py, which seeds the collection
+    crosscheck       the folder of its non-Python concurrency-1 client (clients/<p>/crosscheck, built
+                     and run as its crosscheck.toml says), or None with `no_crosscheck` saying why
+    crosscheck_plan  "module:function" (endpoint, op, params) -> the request as data, exactly as its
+                     client sends it (clients.<p>.client:wire_plan): what the cross-check client sends
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class Protocol:
     load_client: str | None = None
     no_load: str = ""
     crosscheck: str | None = None
+    crosscheck_plan: str | None = None
     no_crosscheck: str = ""
 
     def __post_init__(self) -> None:
@@ -85,6 +89,7 @@ class Protocol:
         assert self.payload in PAYLOADS, self.payload
         assert self.load_client or self.no_load, f"{self.name}: a load client, or why there is none"
         assert self.crosscheck or self.no_crosscheck, f"{self.name}: a cross-check client, or why there is none"
+        assert bool(self.crosscheck) == bool(self.crosscheck_plan), f"{self.name}: a cross-check client needs its plan"
 
     @property
     def scheme(self) -> str:
@@ -109,6 +114,12 @@ class Protocol:
 
     def crosscheck_dir(self) -> Path | None:
         return HERE / self.name / self.crosscheck if self.crosscheck else None
+
+    def crosscheck_plan_function(self) -> Callable[[str, str, dict[str, Any]], dict[str, Any]]:
+        """wire_plan(endpoint, op, params): the request its cross-check client sends."""
+        if not self.crosscheck_plan:
+            raise ValueError(f"{self.name}: no cross-check client ({self.no_crosscheck})")
+        return _load(self.crosscheck_plan)
 
 
 def _discover() -> dict[str, Protocol]:

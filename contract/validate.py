@@ -30,6 +30,8 @@ from lxml import etree
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from contract.errors import ERRORS
+
 CONTRACT_DIR = Path(__file__).resolve().parent
 OPENAPI_PATH = CONTRACT_DIR / "openapi.yaml"
 WS_SCHEMA_PATH = CONTRACT_DIR / "ws-protocol.schema.json"
@@ -145,6 +147,12 @@ def push_schema() -> dict[str, Any]:
     return json.loads(PUSH_SCHEMA_PATH.read_text())
 
 
+# Each JSON Schema of the contract has an absolute $id (urn:protolab:<name>) and
+# refers to the other by it, so any validator resolves them from a plain
+# registry of the files keyed by their $ids (docs/results.md shows one).
+SCHEMA_PATHS = (WS_SCHEMA_PATH, PUSH_SCHEMA_PATH)
+
+
 @cache
 def _push_registry() -> Registry:
     # ws-protocol.schema.json refers to push.schema.json (the feeds) and back, by $id.
@@ -238,8 +246,6 @@ def soap_message_errors(envelope: bytes) -> list[str]:
         return [f"the Body holds {len(parts)} elements, not one"]
     part = parts[0]
     if part.tag == f"{{{SOAP_ENV}}}Fault":
-        from contract.errors import ERRORS
-
         faultcode = (part.findtext("faultcode") or "").split(":")[-1].split(".")[0]
         problems = [] if faultcode in ("Client", "Server") else [f"faultcode {faultcode!r}"]
         if part.find("faultstring") is None:

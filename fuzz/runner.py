@@ -4,7 +4,6 @@ fixed number of cases, a model of the stored games, and the tally."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given
@@ -13,6 +12,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.strategies import SearchStrategy
 
 from clients import check_health
+from clients.fuzzing import Tally
 from clients.protocols import PROTOCOLS as DESCRIPTORS
 from contract.game import check_game
 from lab import dataset
@@ -22,31 +22,6 @@ from services.common.store import Store
 SEEDED = 20  # games in the collection when a run starts
 
 FULL_COMPARE_EVERY = 100  # cases between two whole-collection comparisons
-
-
-@dataclass
-class Tally:
-    implementation: str
-    cases: int = 0
-    server_errors: int = 0  # 5xx, INTERNAL, UNKNOWN: never allowed
-    acknowledged_writes: int = 0
-    failures: list[str] = field(default_factory=list)
-    outcomes: dict[str, int] = field(default_factory=dict)  # answer -> how many
-
-    def fail(self, case: object, why: str) -> None:
-        if len(self.failures) < 50:
-            self.failures.append(f"{why} -- case: {str(case)[:300]}")
-        else:
-            self.failures.append(why[:100])
-
-    def saw(self, outcome: str) -> None:
-        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-
-    def summary(self) -> dict[str, Any]:
-        return {"implementation": self.implementation, "cases": self.cases,
-                "failures": len(self.failures), "server_errors": self.server_errors,
-                "acknowledged_writes": self.acknowledged_writes, "outcomes": dict(sorted(self.outcomes.items())),
-                "first_failures": self.failures[:10]}
 
 
 TALLIES: list[Tally] = []  # every run of this process, for the test session's summary
@@ -160,7 +135,10 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
     store = lab.store()
     try:
         model = Model(store, tally)
-        strategy, execute, close = DESCRIPTORS[impl.protocol].fuzzer_function()(lab.endpoints[name])
+        # The ids the collection holds, in the dataset's order, for the fuzzer to draw
+        # on (its updates and deletes hit): the clients know no dataset.
+        seeded_ids = list(model.games)
+        strategy, execute, close = DESCRIPTORS[impl.protocol].fuzzer_function()(lab.endpoints[name], seeded_ids)
         key = (impl.protocol, cases, seed)
         if key not in _DRAWN:
             _DRAWN[key] = draw(strategy, cases, seed)
@@ -179,7 +157,8 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
     return tally
 
 
-Fuzzer = Callable[[str], tuple[SearchStrategy, Execute, Callable[[], None]]]
+# A descriptor's fuzzer: (endpoint, seeded ids) -> (strategy, execute, close).
+Fuzzer = Callable[[str, list[str]], tuple[SearchStrategy, Execute, Callable[[], None]]]
 
 
 PROTOCOLS = tuple(name for name, p in DESCRIPTORS.items() if p.fuzzer)  # those with a fuzzer

@@ -7,6 +7,7 @@ import faulthandler
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -123,12 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     serve_parser.set_defaults(run=serve)
     commands.add_parser("list", help="list the discovered implementations").set_defaults(
         run=list_implementations)
-    load_parser = commands.add_parser("load", help="concurrent load on Locust (make load; python -m load --help)")
-    from load.__main__ import add_arguments
-    from load.__main__ import run as run_load
-    add_arguments(load_parser)
-    load_parser.set_defaults(run=run_load)
-    args = parser.parse_args(argv)
+    commands.add_parser("load", add_help=False, help="concurrent load on Locust (make load; protolab load --help)")
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "load":
+        # The load instrument sits above the lab (imports point one way): its own
+        # command line, in this process's place, with the arguments given after `load`.
+        os.environ["LAB_MODE"] = args.lab_mode
+        os.execv(sys.executable, [sys.executable, "-m", "load", *rest])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return args.run(args)
 
 

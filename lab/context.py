@@ -12,6 +12,7 @@ from typing import Any
 from clients.protocols import PROTOCOLS
 from lab import interpreter, settings
 from lab.database import Database
+from lab.host import compose
 from lab.registry import Implementation
 
 # Every protocol's client packages (clients/<protocol>/__init__.py), the baseline's driver and the timer.
@@ -48,13 +49,24 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def host_context(**extra: Any) -> dict[str, Any]:
+    """What a result file says about where and when it was made, for the results
+    that do not run the lab's stack themselves (a summary of runs, a fault test)."""
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": {"model": cpu_model(), "count": os.cpu_count()},
+        "commit": git_commit(),
+        **extra,
+    }
+
+
 def run_context(mode: str, database: Database, implementations: list[Implementation],
                 docker: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """`docker`: the Docker side of a docker-mode run (daemon settings, images);
-    by default the running stack's own description (lab.compose)."""
+    by default the running stack's own description (lab.host.compose)."""
     if docker is None and mode == "docker":
-        from lab import compose
-
         docker = compose.active_description()
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

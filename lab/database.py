@@ -99,7 +99,7 @@ def external(uri: str) -> Database:
 
 def secantus_flags(host: str, port: int | str, storage: Path | str, *, change_streams: bool,
                    sync_on_commit: bool) -> list[str]:
-    """secantusd-rs's flags, natively and in its Docker image (lab/compose.py):
+    """secantusd-rs's flags, natively and in its Docker image (lab/host/compose.py):
     a single-node replica set (change streams) or --standalone, a 16 MB WAL
     file instead of a preallocated 128 MB one, WARNING logging."""
     return ["--host", host, "--port", str(port), *([] if change_streams else ["--standalone"]),

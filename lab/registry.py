@@ -74,7 +74,7 @@ LANGUAGE_ORDER = ("python", "go", "node")
 
 # What an implementation serves unless its manifest says otherwise (`operations`):
 # the contract's CRUD operations and a health call. A push-only one (SSE) says
-# operations = ["health", "subscribe"]; the suites select by it (lab/testing.py).
+# operations = ["health", "subscribe"]; the suites select by it (lab/pytest_plugin/fixtures.py).
 CRUD_OPERATIONS = ("create", "get", "list", "update", "delete", "health")
 
 
@@ -115,9 +115,10 @@ class Implementation:
         return settings.cache_dir() / "builds" / f"{slug}-{self.input_hash()}"
 
     def expand(self, parts: Sequence[str], *, python: str = sys.executable, root: Path = ROOT,
-               out: Path | None = None) -> list[str]:
+               out: Path | None = None, **extra: str) -> list[str]:
+        """`extra`: placeholders of a command's own (a cross-check client's {plan})."""
         values = {"python": python, "root": str(root), "dir": str(root / self.path.relative_to(ROOT)),
-                  "out": str(out if out is not None else self.out_dir())}
+                  "out": str(out if out is not None else self.out_dir()), **extra}
         return [part.format(**values) for part in parts]
 
     def argv(self) -> list[str]:

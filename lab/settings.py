@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from clients.base import CALL_TIMEOUT as BASE_CALL_TIMEOUT
 from clients.protocols import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,5 +100,5 @@ def mongodb_uri() -> str | None:
 
 # Seconds allowed for a database or service to become ready.
 STARTUP_TIMEOUT = float(os.environ.get("LAB_STARTUP_TIMEOUT", "30"))
-# Every network call of a client or health check.
-CALL_TIMEOUT = 10.0
+# Every network call of a client or health check: the clients' own default (clients/base.py).
+CALL_TIMEOUT = BASE_CALL_TIMEOUT

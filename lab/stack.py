@@ -13,59 +13,19 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
-from clients import check_health, connect
-from clients.base import GameClient
+from clients import check_health
 from lab import settings
 from lab.build import build_all
 from lab.database import Database, database
+from lab.host import compose
 from lab.processes import Process, ProcessFailed, free_ports, listens_on
 from lab.registry import Implementation, select
-from services.common.store import Store
+from lab.running import Lab  # defined apart so that Docker mode (lab.host.compose) makes one too
 
 START_ATTEMPTS = 3  # a free port can be taken by someone else before we bind it
-LAB_STORE_TIMEOUT_MS = 60_000  # the lab's own database operations (Lab.store)
-
-
-@dataclass
-class Lab:
-    mode: str
-    database: Database
-    implementations: list[Implementation]
-    endpoints: dict[str, str] = field(default_factory=dict)
-    pids: dict[str, int] = field(default_factory=dict)
-    processes: dict[str, Process] = field(default_factory=dict)  # native mode: what the lab started
-    closing: bool = False  # set as the lab stops what it started
-
-    def implementation(self, name: str) -> Implementation:
-        return next(i for i in self.implementations if i.name == name)
-
-    def client(self, name: str) -> GameClient:
-        """A new client of `name` ("rest/python_flask", ... or "direct"), connected."""
-        if name == "direct":
-            return connect("direct", self.database.uri)
-        return connect(self.implementation(name).protocol, self.endpoints[name])
-
-    def store(self) -> Store:
-        """The lab's own access to the database (seeding, resets, checks of what is stored): not the
-        subject, so it waits longer than a service (MONGODB_TIMEOUT_MS): in CI on 2026-11-26 a contended
-        disk stalled the database past 5 s at 7 of 799 Docker-mode tests' resets and reads."""
-        return Store(self.database.uri, timeout_ms=LAB_STORE_TIMEOUT_MS)
-
-    def exited(self) -> list[str]:
-        """Each service the lab started that is no longer running: which, and why."""
-        gone: list[str] = []
-        if self.closing:
-            return gone
-        for name, process in self.processes.items():
-            status = process.popen.poll()
-            if status is not None:
-                why = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
-                tail = process.log_tail(5)
-                gone.append(f"{name} (pid {process.pid}) {why}" + (f"; its log ends:\n{tail}" if tail else ""))
-        return gone
 
 
 def _launch(impl: Implementation, db: Database, logs: Path, port: int) -> tuple[Process, str]:
@@ -137,8 +97,6 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
     if implementations is not None and (names is not None or mode == "docker"):
         raise ValueError("implementations replace names, in native mode only")
     if mode == "docker":
-        from lab import compose  # Docker mode only: native runs never import it
-
         with compose.running_stack(names, change_streams) as lab:
             yield lab
         return

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,9 +85,13 @@ def _check_broadcast(result: Any) -> None:
     assert isinstance(result, dict) and "delivered" in result, f"not a broadcast reply: {result!r}"
 
 
+def _delete_nth(client: Any, index: int) -> Any:
+    return client.delete(delete_ids()[index])
+
+
 def _deletes(client: Any) -> Callable[[], Any]:
-    ids = itertools.cycle(delete_ids())  # past FETCH_SET the ids are gone: NOT_FOUND
-    return lambda: client.delete(next(ids))
+    calls = itertools.count()  # past FETCH_SET the ids are gone: NOT_FOUND
+    return lambda: _delete_nth(client, next(calls) % dataset.FETCH_SET)
 
 
 @dataclass(frozen=True)
@@ -94,12 +100,22 @@ class Operation:
     contract_op: str                              # the contract's operation (a manifest's `operations`)
     call: Callable[[Any], Callable[[], Any]]      # client -> the call, made again and again
     check: Callable[[Any], None]
-    seed: Callable[[], list[dict[str, Any]]]      # the collection's games before the first call
+    state: Callable[[], list[dict[str, Any]]]     # the collection's games before the first call
     indexes: bool                                 # secondary indexes on it
     creates: bool = False                         # every call adds a document
     latency: bool = False                         # measured by the latency suite (make bench)
     capture: bool = False                         # measured by the wire capture (make capture)
     calls_per_state: int | None = None            # at most this many calls from one prepared state
+    indexed: Callable[[Any, int], Any] | None = None  # (client, n) -> the n-th call, where calls differ
+
+    @property
+    def seed(self) -> list[dict[str, Any]]:
+        """The games the collection holds before the first call."""
+        return self.state()
+
+    def nth(self, client: Any, index: int) -> Any:
+        """Call number `index` from the prepared state (delete: a distinct game each)."""
+        return self.indexed(client, index) if self.indexed else self.call(client)()
 
     def served_by(self, impl: Any) -> bool:
         return impl.serves(self.contract_op)
@@ -119,7 +135,7 @@ OPERATIONS: dict[str, Operation] = {o.name: o for o in (
     Operation("update", "update", lambda c: lambda: c.update(fetch_id(), update_game()), _check_update,
               _fetch_state, True, capture=True),
     Operation("delete", "delete", _deletes, _check_nothing, _fetch_state, True, capture=True,
-              calls_per_state=dataset.FETCH_SET),
+              calls_per_state=dataset.FETCH_SET, indexed=_delete_nth),
     # The smallest call every protocol has: the "tiny get" of the Feathers comparison.
     Operation("health", "health", lambda c: c.health, _check_nothing, _fetch_state, True),
     Operation("echo", "echo", lambda c: lambda: c.echo(ECHO_PAYLOAD), _check_echo, _fetch_state, True),
@@ -142,4 +158,24 @@ def prepare(collection: Any, operation: Operation) -> None:
     """The collection as `operation` starts from it: insert into an empty
     collection without secondary indexes; the others against the fetch set
     with indexes (as the core study did)."""
-    dataset.reset(collection, operation.seed(), indexes=operation.indexes)
+    dataset.reset(collection, operation.seed, indexes=operation.indexes)
+
+
+def warmup_max_s() -> float:
+    """At most this long a subject's warm-up calls (LAB_BENCH_WARMUP_MAX_S, default 45 s):
+    the latency suite's limit, which the cross-check's warm-up keeps too."""
+    return float(os.environ.get("LAB_BENCH_WARMUP_MAX_S", 45.0))
+
+
+def untimed_calls(call: Callable[[], Any], n: int, limit_s: float | None = None,
+                  after: Callable[[Any], None] | None = None) -> int:
+    """n untimed calls (fewer if limit_s runs out first), after(result) after
+    each; how many were made. The latency suite's warm-up, and the cross-check's."""
+    deadline = None if limit_s is None else time.monotonic() + limit_s
+    for done in range(n):
+        if deadline is not None and time.monotonic() > deadline:
+            return done
+        result = call()
+        if after is not None:
+            after(result)
+    return n

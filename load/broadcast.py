@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from lab.host.pinning import pin_tree
 from lab.resources import cpu_seconds
 from lab.stack import Lab
 from load import histograms, runner
 from load.engine import LocustRun, Plan
-from load.pinning import pin_tree
 
 BROADCASTS = 3         # measured broadcasts per run
 INTERVAL_MS = 1000     # between them (the study: one every 3 s)

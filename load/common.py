@@ -5,13 +5,14 @@ run, and where results go (results/load/<name>-<date>.json, <name>-latest.json).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from clients.protocols import get as protocol
+from lab import results as lab_results
 from lab import settings, workload
+from lab.host import pinning
 from lab.registry import select
-from load import pinning, runner
+from load import runner
 from load.engine import locust_version
 
 RESULTS = settings.RESULTS / "load"
@@ -73,11 +74,8 @@ def load_context(args: argparse.Namespace, s: runner.Settings, pins: pinning.Pin
         "target_host": s.target_host, "netns": bool(args.netns)}}
 
 
-def write(name: str, data: dict[str, Any], directory: Any = RESULTS) -> Any:
-    directory.mkdir(parents=True, exist_ok=True)
-    stamp = data["context"]["date"].replace(":", "").replace("+0000", "Z")
-    path = directory / f"{name}-{stamp}.json"
-    text = json.dumps(data, indent=1)
-    path.write_text(text)
-    (directory / f"{name}-latest.json").write_text(text)
-    return path
+def write(name: str, data: dict[str, Any], directory: Any = RESULTS, *, kind: str) -> Any:
+    """results/load/<name>-<date>.json and <name>-latest.json, in the lab's results
+    format (lab/results.py: `kind`'s schema); `data` holds the context beside the kind's data."""
+    rest = {k: v for k, v in data.items() if k != "context"}
+    return lab_results.write(kind, name, data["context"], rest, directory)

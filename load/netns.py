@@ -1,6 +1,6 @@
 """Locust workers on simulated hosts: each worker in its own network
 namespace, joined to the host (where the database, the services and the
-Locust master run) by a veth pair at MTU 1,500 (capture/netns.py's link, as
+Locust master run) by a veth pair at MTU 1,500 (lab/host/netns.py's link, as
 `make capture NETNS=1` uses). The services bind one address (LAB_HOST, here
 0.0.0.0) and each worker dials another: its link's host-side address, where
 it finds the master too.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from capture.netns import NetnsUnavailable, veth_namespace
+from lab.host.netns import NetnsUnavailable, veth_namespace
 from load.runner import Settings
 
 

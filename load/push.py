@@ -52,9 +52,9 @@ from typing import Any
 
 from lab import settings
 from lab.context import run_context
+from lab.host import pinning
 from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import running_lab
-from load import pinning
 from load.common import RESULTS, write
 
 SOURCE = Path(__file__).parent / "push-client"
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"implementation": name, **row})
         print(line(name, row), flush=True)
     context["push"].update(scenario=args.scenario, quick=args.quick)
-    path = write("push", {"context": context, "rows": rows, "studies": studies()}, out)
+    path = write("push", {"context": context, "rows": rows, "studies": studies()}, out, kind="push")
     print(f"push: {context['push']['seconds']:.0f} s; results: {path}")
     return 0
 

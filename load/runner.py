@@ -29,13 +29,13 @@ from typing import Any
 
 from clients import check_health
 from clients.protocols import get as protocol
+from lab.host.pinning import Pinning, pin_tree
 from lab.registry import Implementation
 from lab.resources import Sampler
 from lab.settings import host, threads
 from lab.stack import Lab
 from load import histograms
 from load.engine import LocustRun, Plan
-from load.pinning import Pinning, pin_tree
 
 GENERATOR_CPU_LIMIT = 0.60   # of the generator's cores
 P99_LIMIT_MS = 50.0          # the open model's knee: the highest rate held at p99 ≤ this

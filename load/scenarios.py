@@ -32,9 +32,10 @@ from clients.protocols import get as protocol
 from contract.codec import dumps
 from lab import workload
 from lab.context import run_context
+from lab.host import pinning
 from lab.registry import select
 from lab.stack import running_lab
-from load import broadcast, pinning, runner
+from load import broadcast, runner
 from load.common import SWEEP_CLIENTS, drivable, load_context, prepare, settings_from, write
 
 FEATHERS_CONNECTIONS = 100
@@ -81,7 +82,7 @@ def feathers(args: argparse.Namespace) -> int:
         context.update(load_context(args, s, pins))
         context["load"].update(scenario="feathers", connections=FEATHERS_CONNECTIONS, calls=list(calls_list),
                                operation="health")
-    path = write(args.out or "feathers", {"context": context, "results": results})
+    path = write(args.out or "feathers", {"context": context, "results": results}, kind="feathers")
     print(f"results: {path}")
     return 0
 
@@ -146,7 +147,7 @@ def fernando(args: argparse.Namespace) -> int:
             broadcast={"broadcasts_per_run": broadcast.BROADCASTS, "interval_ms": broadcast.INTERVAL_MS,
                        "senders": 1, "receivers": "the client count less the sender",
                        "clock": "time.time_ns() at both ends (one machine's clock)"})
-    path = write(args.out or "fernando", {"context": context, "results": results})
+    path = write(args.out or "fernando", {"context": context, "results": results}, kind="fernando")
     print(f"fernando: {time.monotonic() - began:.0f} s; results: {path}")
     return 0
 

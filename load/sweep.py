@@ -13,8 +13,9 @@ from typing import Any
 
 from lab import settings
 from lab.context import run_context
+from lab.host import pinning
 from lab.stack import running_lab
-from load import netns, pinning, runner, summary
+from load import netns, runner, summary
 from load.common import drivable, load_context, prepare, settings_from, write
 
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         context["load"]["sweep_seconds"] = round(time.monotonic() - began, 1)
     table = summary.table(results)
     path = write(args.out or "sweep", {"context": context, "results": results,
-                                       "summary": [summary.cells(n, e) for n, e in results.items()]})
+                                       "summary": [summary.cells(n, e) for n, e in results.items()]}, kind="load")
     print("\n" + table)
     print(f"load sweep: {context['load']['sweep_seconds']:.0f} s; results: {path.relative_to(settings.ROOT)}")
     return 0

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from lab import settings
+from lab.context import git_commit
+from lab.registry import discover
 from report import inputs as report_inputs
 from report import published
 from report.build import build
@@ -19,8 +21,6 @@ from report.page import to_html, to_markdown
 def write(results_dir: Path, out_dir: Path, head: str | None = None,
           discovered: list[str] | None = None) -> tuple[list[Path], dict]:
     if head is None:
-        from lab.context import git_commit
-
         head = git_commit()
     inputs = report_inputs.load(results_dir)
     page, summary = build(inputs, published.load(), head, discovered)
@@ -38,8 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="where to write (default: --results)")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    from lab.registry import discover
-
     paths, summary = write(args.results, args.out or args.results,
                            discovered=[i.name for i in discover() if i.serves("get")])
     for line in summary["missing"]:

@@ -8,11 +8,13 @@ from typing import Any
 
 from capture import report as capture_report
 from clients.protocols import label
-from lab import compare, compose
-from lab import runs as bench_runs
+from lab.host import compose
 from lab.registry import study_column
-from report import confidence, fernando, figures, grouping, published
+from lab.stats import compare
+from lab.stats import runs as bench_runs
+from report import confidence, fernando, figures, grouping, published, wire_study
 from report import load as load_report
+from report import profiles as profiles_report
 from report import push as push_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
@@ -205,7 +207,7 @@ def native_vs_docker_section(page: Page, inputs: Inputs) -> None:
                       + ", ".join(f"`{RUN_COMMAND[m]}`" for m in absent) + ".", "missing"))
         return
     native, docker = inputs.runs["native"], inputs.runs["docker"]
-    page.add(Para("As `python -m lab.compare` prints it: the same benchmarks and clients, the services "
+    page.add(Para("As `python -m lab.stats.compare` prints it: the same benchmarks and clients, the services "
                   "in containers with their ports published on 127.0.0.1; Δ median and the Docker/native "
                   "ratio of medians."),
              Bullets([compare.describe(m, inputs.runs[m]["context"]).removeprefix("- ") for m in MODES]))
@@ -317,22 +319,25 @@ def wire_section(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]
     page.add(Para(f"From `results/capture/wire.json` ({wire['context']['date']}, {cap['link']}, "
                   f"{cap['tshark'].split(' (')[0]}); every detail is in `results/capture/wire.md`. Frame "
                   "bytes, both directions, link header included."))
-    comp = capture_report.comparison(wire)
+    comp = wire_study.comparison(wire)
     page.add(Heading(3, "Study Table 7 beside the lab", "wire-table-7"),
              Para(f"Study: {study['citation']['text']}, Table 7 — "
                   f"{study['tables']['7']['counted_with']}; it does not say whether connection setup "
                   "was counted. Lab: the same operation on a new connection (handshake, setup, "
                   "operation, close); with the service↔database frames; and on a kept-alive "
-                  "connection. Comparison as `capture/report.py` computes it."))
+                  "connection. Comparison as `report/wire_study.py` computes it."))
     body = []
     for op, c in comp.items():
         for protocol, r in c["rows"].items():
-            body.append([capture_report.STUDY_OPERATION[op], published.name(protocol), n0(r["study"]),
+            body.append([wire_study.STUDY_OPERATION[op], published.name(protocol), n0(r["study"]),
                          n0(r["new_connection"]), n0(r["new_connection_with_db"]), n0(r["steady"]),
                          f"{r['study_over_lab']:.2f}"])
     page.add(Table(["operation", "protocol", "study", "lab: new connection", "lab: + database",
                     "lab: kept-alive", "study ÷ lab"], body, caption="Bytes per operation",
                    anchor="wire-t7"))
+    why = wire_study.why_they_differ(wire, comp)
+    if why:
+        page.add(Para(why))
     items = []
     for op, c in comp.items():
         s_order, l_order = c["ranking"]["study"], c["ranking"]["new_connection"]
@@ -397,6 +402,7 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     rankings += load_report.section(page, inputs.results_dir)
     rankings += push_report.section(page, inputs.results_dir)
     rankings += fernando.section(page, inputs.results_dir)
+    rankings += profiles_report.section(page, inputs.results_dir)
     page.add(Heading(2, "Sources", "sources"),
              Bullets([f"{study['citation']['text']} ({study['citation']['authors']}); Tables 4–7 "
                       f"transcribed in `report/published/kaminski2023.json` from "

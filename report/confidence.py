@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.statistics import resampled_in_runs
+from lab.stats import noise
+from lab.stats.statistics import resampled_in_runs
 from report import figures
 from report.inputs import MODES, RUN_COMMAND, Inputs
 from report.page import Bullets, Figure, Heading, Page, Para, Table
@@ -143,8 +144,6 @@ def cpu_section(page: Page, inputs: Inputs) -> None:
 
 
 def noise_section(page: Page, inputs: Inputs) -> None:
-    from lab import noise
-
     page.add(Heading(2, "Noise guard", "noise"))
     items = []
     for mode in MODES:

@@ -92,7 +92,7 @@ def spread(cell: dict[str, Any] | None, metric: str) -> str:
 
 def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Heading(3, "Fernando & Engel: WebSocket libraries, echo and broadcast", "fernando"))
-    data = read_json(results_dir / "load" / "fernando-latest.json")
+    data = read_json(results_dir / "load" / "fernando-latest.json", "fernando", page)
     if not data:
         page.add(Para("Not measured: `python -m load --scenario fernando` (about 15 minutes here; "
                       "`--clients 100 200 400 600 800 1000` for all of the study's load levels)."))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab import results
 from report import grouping
 
 MODES = ("native", "docker")
@@ -59,16 +59,19 @@ class Inputs:
         return "direct" if subject == "direct" else subject.split("/")[0]
 
 
-def _read(path: Path, inputs: Inputs, want: tuple[str, ...]) -> dict[str, Any] | None:
+def _read(path: Path, inputs: Inputs, kind: str, want: tuple[str, ...]) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text())
+        data = results.read(path, kind)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         inputs.problems.append(f"`{path.name}` could not be read ({exc}); left out")
         return None
-    if not isinstance(data, dict) or any(k not in data for k in want):
-        inputs.problems.append(f"`{path.name}` is not a protolab result (no {', '.join(want)}); left out")
+    except results.ResultError as exc:
+        inputs.problems.append(f"`{path.name}` left out: {exc}")
+        return None
+    if any(k not in data for k in want):
+        inputs.problems.append(f"`{path.name}` is not a complete {kind} result (no {', '.join(want)}); left out")
         return None
     inputs.sources.append(path)
     return data
@@ -77,13 +80,14 @@ def _read(path: Path, inputs: Inputs, want: tuple[str, ...]) -> dict[str, Any] |
 def load(results_dir: Path) -> Inputs:
     inputs = Inputs(results_dir)
     for mode in MODES:
-        run = _read(results_dir / "benchmarks" / f"{mode}-latest.json", inputs, ("context", "results"))
+        run = _read(results_dir / "benchmarks" / f"{mode}-latest.json", inputs, "latency",
+                    ("context", "results"))
         if run is not None:
             inputs.runs[mode] = run
-    inputs.wire = _read(results_dir / "capture" / "wire.json", inputs, ("context", "new_connection"))
-    inputs.wire_netns = _read(results_dir / "capture" / "wire-netns.json", inputs,
+    inputs.wire = _read(results_dir / "capture" / "wire.json", inputs, "capture", ("context", "new_connection"))
+    inputs.wire_netns = _read(results_dir / "capture" / "wire-netns.json", inputs, "capture",
                               ("context", "new_connection"))
-    inputs.repeated = _read(results_dir / "runs-latest.json", inputs, ("summary", "modes", "runs_per_mode"))
+    inputs.repeated = _read(results_dir / "runs-latest.json", inputs, "runs", ("summary", "modes", "runs_per_mode"))
     return inputs
 
 

@@ -1,21 +1,21 @@
-"""The load section of the page (make load, python -m load --scenario
-feathers, python -m load.crosscheck): per implementation, closed-model
-percentiles and throughput vs clients, the open-model knee, CPU µs per request
-and peak RSS of the service and the database, the generator's CPU; the
-concurrency-1 cross-check beside the Python client; the Feathers comparison beside the study's figures (Pathan's push
-scenario is in report/push.py).
+"""The load section of the page (make load, python -m load --scenario feathers,
+python -m load.crosscheck): per implementation, closed-model percentiles and
+throughput vs clients, the open-model knee, CPU µs per request and peak RSS of
+the service and the database, the generator's CPU; a Go or Node.js client at
+concurrency 1 beside the Python client; the Feathers comparison beside the
+study's figures (Pathan's push scenario is in report/push.py).
 
 Reads only results/load/*-latest.json (and, for the cross-check, the latency
 suite's results/benchmarks/native-latest.json and capture's wire.json)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 
+from lab import results
 from load import summary
 from report.figures import _svg
 from report.page import Bullets, Figure, Heading, Page, Para, Table
@@ -36,25 +36,31 @@ FEATHERS_PAIRS = (("rest/node_fastify", "socketio/node_socketio"), ("rest/node_f
                   ("rest/python_flask", "ws/python_simple_websocket"))
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A saved result file, or None when it is missing or unreadable (the section says "not measured")."""
+def read_json(path: Path, kind: str, page: Page | None = None) -> dict[str, Any] | None:
+    """A saved result file of `kind` (through lab/results.py), or None when it is
+    missing or unreadable (the section says "not measured"); with `page`, a file
+    that is not such a result says why on the page."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return results.read(path, kind)
+    except OSError:
+        return None
+    except results.ResultError as exc:
+        if page is not None:
+            page.add(Para(f"`{path.name}` left out: {exc}", "missing"))
         return None
 
 
 def section(page: Page, results_dir: Path) -> list[str]:
     load_dir = results_dir / "load"
     page.add(Heading(2, "Under load", "load"))
-    sweep = read_json(load_dir / "sweep-latest.json")
+    sweep = read_json(load_dir / "sweep-latest.json", "load", page)
     if not sweep:
         page.add(Para("Not measured: run `make load` (the default sweep) to fill this section."))
     else:
         sweep_section(page, sweep)
     # Each its own command: shown whether or not a sweep ran (the cross-check
-    # was once left out of the report when `make load` had not run).
-    kcheck_section(page, load_dir, results_dir)
+    # was left out of the report when `make load` had not run).
+    crosscheck_section(page, load_dir, results_dir)
     feathers_section(page, load_dir, results_dir)
     return []
 
@@ -148,36 +154,42 @@ def metric_figure(results: dict[str, Any], what: str) -> str:
     return _svg(fig, f"load-{what}")
 
 
-def kcheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
-    page.add(Heading(3, "k6 at concurrency 1 beside the Python client", "kcheck"))
-    k = read_json(load_dir / "kcheck-latest.json")
-    if not k:
-        page.add(Para("Not measured: `python -m load --scenario kcheck`."))
+def crosscheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
+    page.add(Heading(3, "A Go or Node.js client beside the Python client, at concurrency 1", "crosscheck"))
+    c = read_json(load_dir / "crosscheck-latest.json", "crosscheck", page)
+    if not c:
+        page.add(Para("Not measured: `python -m load.crosscheck`."))
         return
-    bench = read_json(results_dir / "benchmarks" / "native-latest.json") or {"results": {}}
+    bench = read_json(results_dir / "benchmarks" / "native-latest.json", "latency")
+    python = (bench or {}).get("results", {})
     rows = []
-    for op, per in k["results"].items():
+    for op, per in c["results"].items():
         for name, cell in per.items():
-            py = bench["results"].get(op, {}).get(name, {}).get("median")
-            mean = cell.get("mean_us_from_throughput")
-            # below a millisecond clock's resolution the median says nothing: compare with the mean
-            coarse = "(1 ms)" in cell["clock"]
-            med = None if coarse else cell["median_us"]
-            k6 = mean if coarse else med
-            ratio = f"{py / k6:.2f}" + (" (mean)" if coarse else "") if py and k6 else "–"
-            rows.append([op, name, _f(med), _f(mean), _f(py), ratio, cell["clock"]])
-    page.add(Table(["operation", "implementation", "k6 median µs", "k6 mean µs (1/throughput)",
-                    "Python client median µs", "Python ÷ k6", "k6 clock"], rows,
-                   "The same operations, database state and game as the latency suite, one k6 virtual user. "
-                   "Where the Python client's median is well above k6's, that much of the protocol's figure in "
-                   "the latency tables is the Python client library. k6 gives WebSocket scripts only a "
-                   "millisecond clock: there the median is not shown and Python ÷ k6 uses k6's mean.",
-                   "kcheck-table"))
+            outside = cell["latency_us"]["p50"]
+            py = python.get(op, {}).get(name, {}).get("median")
+            ratio = f"{py / outside:.2f}" if py and outside else "–"
+            failed = sum(cell.get("errors", {}).values())
+            answered = f"{cell['answered']:,}" + (f" ({failed} failed)" if failed else "")
+            rows.append([op, name, cell["client"], _f(outside), _f(py), ratio, answered])
+    ctx = c.get("context", {}).get("crosscheck", {})
+    page.add(Table(["operation", "implementation", "outside client", "its median µs", "Python client median µs",
+                    "Python ÷ outside", "calls timed"], rows,
+                   "The latency suite's operations, database state and game, one call at a time, from the "
+                   "protocol's cross-check client (clients/<protocol>/crosscheck/: Go or Node.js, on the "
+                   "protocol's most-used library) sending the lab's Python client's own request, timed by "
+                   f"the client itself ({ctx.get('warmup', '?')} untimed calls first; a service whose manifest "
+                   "asks for warm-up calls gets them first through the Python client, as in the latency suite). "
+                   "The outside clients send the request already encoded (the Python client encodes it on "
+                   "every call; gRPC's and socket.io's libraries encode theirs). Where the Python client's "
+                   "median is well above the outside client's, that much of the protocol's figure in the "
+                   "latency tables is the Python client library."
+                   + ("" if bench else " The Python client's medians: not measured (`make bench`)."),
+                   "crosscheck-table"))
 
 
 def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     page.add(Heading(3, "Feathers: HTTP vs one WebSocket per client", "feathers"))
-    f = read_json(load_dir / "feathers-latest.json")
+    f = read_json(load_dir / "feathers-latest.json", "feathers", page)
     if not f:
         page.add(Para("Not measured: `python -m load --scenario feathers`."))
         return

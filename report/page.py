@@ -158,7 +158,7 @@ def to_markdown(page: Page, figure_dir: Path | None, figure_prefix: str) -> str:
 
 
 def markdown_table(lines: list[str]) -> Table:
-    """A pipe table (as lab.compare writes it) back into a Table."""
+    """A pipe table (as lab.stats.compare writes it) back into a Table."""
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines
             if line.strip().startswith("|")]
     body = [r for r in rows[1:] if not all(set(c) <= set("-: ") for c in r)]

@@ -43,13 +43,13 @@ def _cell(r: dict[str, Any]) -> str:
 
 def section(page: Page, results_dir: Path) -> list[str]:
     page.add(Heading(2, "Push: SSE and WebSocket under load (Timeplus, Pathan)", "push"))
-    data = read_json(results_dir / "load" / "push-latest.json")
+    data = read_json(results_dir / "load" / "push-latest.json", "push", page)
     if data:
         load_runs(page, data)
     else:
         page.add(Para("Not measured: run `python -m load.push` (Timeplus's and Pathan's scenarios, ~9 min) "
                       "to fill this section."))
-    wire(page, read_json(results_dir / "capture" / "push-latest.json"))
+    wire(page, read_json(results_dir / "capture" / "push-latest.json", "push-capture", page))
     return []
 
 

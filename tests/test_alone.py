@@ -1,4 +1,4 @@
-"""lab/testing.py's `alone` marker: under make test's workers, a test marked
+"""lab/pytest_plugin/scheduling.py's `alone` marker: under make test's workers, a test marked
 `alone` runs with no other worker's test beside it, while the others still run
 beside each other. Real pytest, real xdist workers, in a subprocess; each test
 writes when it starts and ends (one system-wide monotonic clock), and the
@@ -33,7 +33,7 @@ def test_beside(i):
 def test_alone(i):
     _record(f"alone{i}", 0.6)
 '''
-# Two files of lab/testing.py's ONE_WORKER groups, each a unit larger than the
+# Two files of lab/pytest_plugin/scheduling.py's ONE_WORKER groups, each a unit larger than the
 # alone tests' (xdist hands out the largest units first).
 GROUP = RECORD + '''
 import pytest
@@ -44,7 +44,7 @@ def test_grouped(i):
 '''
 CONFTEST = '''
 import os, time, pytest
-pytest_plugins = ["lab.testing"]
+pytest_plugins = ["lab.pytest_plugin"]
 
 def pytest_configure(config):
     if not hasattr(config, "workerinput"):

@@ -24,8 +24,8 @@ from contract.game import MAX_REQUEST_BYTES, MAX_URI_BYTES
 from contract.grpc_codec import game_to_message
 from contract.validate import rest_response_errors
 from lab import dataset
+from lab.pytest_plugin.fixtures import implementations
 from lab.registry import CRUD_OPERATIONS, discover
-from lab.testing import implementations
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 JSON_PROTOCOLS = ("rest", "graphql", "ws", "socketio")

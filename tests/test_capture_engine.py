@@ -28,7 +28,6 @@ from wsproto.events import (
     TextMessage,
 )
 
-from capture.netns import NetnsUnavailable, VethLink, veth_namespace
 from capture.tshark import (
     ACK,
     DATA,
@@ -47,6 +46,7 @@ from capture.tshark import (
     streams,
     tally,
 )
+from lab.host.netns import NetnsUnavailable, VethLink, veth_namespace
 
 IPV4_HEADER = 20
 

@@ -11,7 +11,7 @@ import watched
 
 from contract.errors import NotFound
 from lab import dataset
-from lab.testing import IMPLEMENTATIONS
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS
 
 pytestmark = pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 ROUND_TRIP_CLIENTS = 3

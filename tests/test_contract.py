@@ -13,10 +13,11 @@ import pytest
 
 from contract import games_pb2 as pb
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, check_game
-from contract.generate import GO_DIR, generate, generate_go
 from lab import dataset
+from lab.codegen import GO_DIR, generate, generate_go
 from lab.registry import TOOLCHAIN_HINTS
 from lab.settings import ROOT
+from services.soap.python_spyne.wsdl import WSDL, wsdl
 
 CONTRACT = ROOT / "contract"
 
@@ -25,13 +26,12 @@ def test_generated_grpc_code_is_current():
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate(Path(tmp))
     for name, text in fresh.items():
-        assert (CONTRACT / name).read_text() == text, f"run: python -m contract.generate ({name} is stale)"
+        assert (CONTRACT / name).read_text() == text, f"run: python -m lab.codegen ({name} is stale)"
 
 
 def test_wsdl_is_the_served_one(monkeypatch):
-    from contract.wsdl import WSDL, wsdl
     monkeypatch.delenv("MONGODB_URI", raising=False)
-    assert WSDL.read_bytes() == wsdl(), "run: python -m contract.wsdl (contract/games.wsdl is stale)"
+    assert WSDL.read_bytes() == wsdl(), "run: python -m services.soap.python_spyne.wsdl (contract/games.wsdl is stale)"
     # Printing it must not leave a database address behind for later labs of this process.
     assert "MONGODB_URI" not in os.environ
 
@@ -41,7 +41,7 @@ def test_generated_go_grpc_code_is_current():
     with tempfile.TemporaryDirectory() as tmp:
         fresh = generate_go(Path(tmp))
     for name, text in fresh.items():
-        assert (GO_DIR / name).read_text() == text, f"run: python -m contract.generate ({name} is stale)"
+        assert (GO_DIR / name).read_text() == text, f"run: python -m lab.codegen ({name} is stale)"
 
 
 def test_proto_game_has_exactly_the_contract_fields():

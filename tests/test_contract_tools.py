@@ -164,3 +164,59 @@ def test_soap_messages_validate_by_the_wsdls_schema_and_wrong_ones_do_not():
     assert soap_message_errors(ok[:-20])  # malformed XML
     assert soap_message_errors(ENVELOPE.format(fault.replace("NOT_FOUND", "OOPS")).encode())
     assert soap_message_errors(ENVELOPE.format(fault.replace("soap:Client", "soap:Teapot")).encode())
+
+
+def _schema_refs(node: object) -> list[str]:
+    if isinstance(node, dict):
+        return [*([node["$ref"]] if isinstance(node.get("$ref"), str) else []),
+                *(r for v in node.values() for r in _schema_refs(v))]
+    if isinstance(node, list):
+        return [r for v in node for r in _schema_refs(v)]
+    return []
+
+
+def test_the_json_schemas_have_absolute_ids_and_refer_to_each_other_by_them():
+    import json
+
+    from contract.validate import SCHEMA_PATHS
+
+    schemas = {p.name: json.loads(p.read_text()) for p in sorted(SCHEMA_PATHS)}
+    assert {s["$id"] for s in schemas.values()} == {"urn:protolab:push", "urn:protolab:ws-protocol"}
+    ids = {s["$id"] for s in schemas.values()}
+    for name, schema in schemas.items():
+        outside = {r.split("#")[0] for r in _schema_refs(schema) if not r.startswith("#")}
+        assert outside and outside <= ids - {schema["$id"]}, name  # each refers to the other, by its $id only
+
+
+def _plain_registry_case() -> tuple[dict, dict, dict, dict]:
+    """The two files as a new user reads them, a subscribe request whose feed
+    (push.schema.json's Feed, reached from ws-protocol.schema.json) is right, and one where it is not."""
+    import json
+
+    from contract.validate import PUSH_SCHEMA_PATH, WS_SCHEMA_PATH
+
+    good = {"request_id": 1, "op": "subscribe", "params": {"feed": "changes"}}
+    return (json.loads(WS_SCHEMA_PATH.read_text()), json.loads(PUSH_SCHEMA_PATH.read_text()),
+            good, {**good, "params": {"feed": "nonsense"}})
+
+
+def test_a_plain_referencing_registry_resolves_the_cross_file_refs():
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    ws, push, good, bad = _plain_registry_case()
+    registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in (ws, push))
+    validator = Draft202012Validator(ws, registry=registry)
+    assert validator.is_valid(good) and not validator.is_valid(bad)
+
+
+def test_jsonschema_rs_builds_a_validator_for_ws_protocol_from_a_plain_registry():
+    """Issue 44: tried as a new user would, jsonschema-rs could not build one ("No base URI is available")."""
+    import jsonschema_rs
+
+    ws, push, good, bad = _plain_registry_case()
+    registry = jsonschema_rs.Registry([(s["$id"], s) for s in (ws, push)])
+    validator = jsonschema_rs.validator_for(ws, registry=registry)
+    assert validator.is_valid(good) and not validator.is_valid(bad)
+    feed = jsonschema_rs.validator_for({"$ref": "urn:protolab:push#/$defs/Feed"}, registry=registry)
+    assert feed.is_valid("changes") and not feed.is_valid("nonsense")

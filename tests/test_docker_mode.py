@@ -1,7 +1,7 @@
 """Docker mode: compose.yaml covers every implementation, and the stack works.
 
 The static tests need no Docker. The smoke test (marked `docker`) brings the
-stack up through the lab (lab.compose), runs one round of every operation for
+stack up through the lab (lab.host.compose), runs one round of every operation for
 every implementation through the lab's clients, brings it down and checks
 that the host is as before (ip_forward, the FORWARD policy, no daemon left).
 It is skipped only where Docker cannot run, with the reason printed.
@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import compose, dataset, dockerd, settings
+from lab import dataset, settings
 from lab.database import secantus_flags
+from lab.host import compose, dockerd
 from lab.registry import CRUD_OPERATIONS, discover
 from lab.stack import Lab, running_lab
 
@@ -35,7 +36,7 @@ IMPLEMENTATIONS = discover()
 
 
 def test_compose_file_is_generated_from_the_manifests() -> None:
-    assert compose.stale_reason() is None, "run: python -m lab.compose write"
+    assert compose.stale_reason() is None, "run: python -m lab.host.compose write"
 
 
 def _service_block(text: str, name: str) -> str:

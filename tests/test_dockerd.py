@@ -1,6 +1,6 @@
 """Smoke test of the Docker groundwork: daemon, base images, embedded database.
 
-Starts (or reuses) a daemon through lab.dockerd, builds the base images
+Starts (or reuses) a daemon through lab.host.dockerd, builds the base images
 (idempotent: the data root persists), runs protolab/secantusd with a port
 published on 127.0.0.1, round-trips a document with pymongo from the host,
 and checks that stopping the daemon restores ip_forward and the FORWARD policy.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import dockerd
+from lab.host import dockerd
 
 pytestmark = pytest.mark.docker
 

@@ -8,9 +8,9 @@ import os
 import pytest
 
 from benchmarks.executions import beside, execution, summary, twin_ratio
-from benchmarks.suite import FETCH_ID
 from contract.errors import NOT_FOUND, ContractError
 from lab.stack import second_process
+from lab.workload import fetch_id
 
 DESIGN = {"block": 1, "baseline_visits": 4}  # Design.describe(): the subject once a cycle, direct four times
 
@@ -113,12 +113,12 @@ def test_two_databases_the_second_process_and_direct_2_use_a_database_of_their_o
         clients = [client_of(n) for n in (name, twin, direct, "direct")]
         first, second, second_db, first_db = clients
         try:
-            assert second.get(FETCH_ID) == first.get(FETCH_ID) == second_db.get(FETCH_ID)  # seeded alike
-            second_db.delete(FETCH_ID)  # in the second database only
+            assert second.get(fetch_id()) == first.get(fetch_id()) == second_db.get(fetch_id())  # seeded alike
+            second_db.delete(fetch_id())  # in the second database only
             with pytest.raises(ContractError) as raised:
-                second.get(FETCH_ID)
+                second.get(fetch_id())
             assert raised.value.code == NOT_FOUND
-            assert first.get(FETCH_ID)["id"] == FETCH_ID and first_db.get(FETCH_ID)["id"] == FETCH_ID
+            assert first.get(fetch_id())["id"] == fetch_id() and first_db.get(fetch_id())["id"] == fetch_id()
         finally:
             for client in clients:
                 client.close()

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from contract.errors import DEADLINE_EXCEEDED, UNAVAILABLE, ContractError
-from lab import dataset, settings
+from lab import dataset, results, settings
+from lab.context import host_context
 from lab.database import EmbeddedServer
 from lab.registry import CRUD_OPERATIONS, select
 from lab.stack import Lab, running_lab
@@ -32,8 +33,7 @@ TIMEOUT_MS = 600  # the services' configured database timeout in these tests
 
 
 def _record(name: str, figures: dict) -> None:
-    FAULTS.mkdir(parents=True, exist_ok=True)
-    (FAULTS / f"{name}.json").write_text(json.dumps(figures, indent=2) + "\n")
+    results.write("faults", name, host_context(), figures, FAULTS, stamped=False)
     print(json.dumps(figures, indent=1))
 
 
@@ -157,7 +157,7 @@ def test_a_service_killed_mid_test_run_stops_the_run_saying_which(tmp_path):
         "def test_never_reached(lab):\n"
         "    raise AssertionError('the run went on')\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "lab.testing", "-c", os.devnull, "--rootdir", str(tmp_path),
+        [sys.executable, "-m", "pytest", "-p", "lab.pytest_plugin", "-c", os.devnull, "--rootdir", str(tmp_path),
          "-q", "--benchmark-disable", str(tmp_path / "test_victim.py")],
         capture_output=True, text=True, cwd=settings.ROOT, timeout=300,
         env={**os.environ, "PYTHONPATH": str(settings.ROOT)})
@@ -186,7 +186,7 @@ def slow_down(link, delay_ms: int) -> str:
 
 def test_slow_database_answers_the_contract_error_in_time_and_recovers(monkeypatch, tmp_path):
     needs_own_database()
-    from capture.netns import NetnsUnavailable, veth_namespace
+    from lab.host.netns import NetnsUnavailable, veth_namespace
     try:
         namespace = veth_namespace()
         link = namespace.__enter__()

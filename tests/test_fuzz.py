@@ -7,15 +7,14 @@ make test: FUZZ_CASES (default 150) cases per implementation, seed FUZZ_SEED
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 import fuzz
-from lab import settings
+from lab import results, settings
 from lab.context import run_context
-from lab.testing import implementations
+from lab.pytest_plugin.fixtures import implementations
 
 CASES = int(os.environ.get("FUZZ_CASES", "150"))
 SEED = int(os.environ.get("FUZZ_SEED", "1"))
@@ -41,7 +40,7 @@ def test_the_cases_drawn_with_one_seed_are_the_same_each_time():
     from fuzz.runner import draw
 
     def requests(seed: int) -> list[str]:
-        strategy, _, close = rest_fuzz.fuzzer("http://127.0.0.1:9")  # nothing is sent
+        strategy, _, close = rest_fuzz.fuzzer("http://127.0.0.1:9", [])  # nothing is sent
         close()
         return [case.as_curl_command(base_url="http://127.0.0.1:9") for case in draw(strategy, 40, seed)]
     first = requests(SEED)
@@ -55,15 +54,18 @@ def teardown_module() -> None:
         return
     lab = RUNS[0][0]
     out = settings.RESULTS / "fuzz"
-    out.mkdir(parents=True, exist_ok=True)
     context = run_context(lab.mode, lab.database, lab.implementations)
-    path = out / ("latest.json" if CASES >= 10_000 else "latest-test.json")
+    name = "latest" if CASES >= 10_000 else "latest-test"
     tallies = [{**t, "date": context["date"], "commit": context["commit"]} for _, t in RUNS]
     # A run of some implementations (make fuzz PYTEST_ARGS='-k soap') keeps the
-    # others' tallies of an earlier run of the same size and seed, each with its date.
-    earlier = json.loads(path.read_text()) if path.exists() else {}
+    # others' tallies of an earlier run of the same size and seed, each with its date
+    # (an earlier file not in the results format, or unreadable, is replaced).
+    try:
+        earlier = results.read(out / f"{name}.json", "fuzz")
+    except (OSError, results.ResultError):
+        earlier = {}
     if (earlier.get("cases_per_implementation"), earlier.get("seed")) == (CASES, SEED):
         ran = {t["implementation"] for t in tallies}
         tallies = [t for t in earlier.get("tallies", []) if t["implementation"] not in ran] + tallies
-    document = {"context": context, "cases_per_implementation": CASES, "seed": SEED, "tallies": tallies}
-    path.write_text(json.dumps(document, indent=2))
+    results.write("fuzz", name, context, {"cases_per_implementation": CASES, "seed": SEED, "tallies": tallies},
+                  out, stamped=False)

@@ -29,8 +29,8 @@ import pytest
 from clients.protocols import get as protocol
 from lab import dataset
 from lab.processes import tcp_sockets
+from lab.pytest_plugin.fixtures import CRUD_OPERATIONS
 from lab.registry import select
-from lab.testing import CRUD_OPERATIONS
 
 TIMEOUT = 10.0
 HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)
@@ -160,7 +160,8 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, name):
     machine at half its usual speed, socket.io and ws/node_ws, each pinned to one
     CPU beside the database, answered 340-561 of them DEADLINE_EXCEEDED, their 5 s
     database budget spent queueing: a burst limit this test does not ask about."""
-    from load import histograms, pinning
+    from lab.host import pinning
+    from load import histograms
     from load.engine import LocustRun, Plan
     from load.runner import merge
     impl = lab.implementation(name)

@@ -99,7 +99,7 @@ def test_a_failing_test_still_stops_the_lab(tmp_path):
             assert False, "deliberate"
     """))
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "lab.testing", "-p", "no:cacheprovider", "-q",
+        [sys.executable, "-m", "pytest", "-p", "lab.pytest_plugin", "-p", "no:cacheprovider", "-q",
          str(tmp_path / "test_fails.py")],
         cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=180)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -138,10 +138,10 @@ def test_a_plugin_failing_at_the_end_of_the_session_still_stops_the_lab(tmp_path
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(30)
     """))
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "lab.testing", "-p", "no:cacheprovider", "-q",
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "lab.pytest_plugin", "-p", "no:cacheprovider", "-q",
                              str(tmp_path / "test_end.py")],
                             cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
-    assert "KeyboardInterrupt" in result.stdout, result.stdout + result.stderr  # lab.testing's SIGTERM handler
+    assert "KeyboardInterrupt" in result.stdout, result.stdout + result.stderr  # lab.pytest_plugin's SIGTERM handler
     assert result.returncode != 0
     assert done.read_text() == "yes", result.stdout + result.stderr
 
@@ -181,10 +181,10 @@ def test_what_make_bootstrap_runs_before_the_venv_needs_only_the_standard_librar
 
 
 def test_tests_that_change_the_host_share_one_worker():
-    """make test's workers (lab/testing.py): a host-wide test is scheduled in its
+    """make test's workers (lab/pytest_plugin/scheduling.py): a host-wide test is scheduled in its
     group, any other test on its own; every file named there exists (a renamed
     file would otherwise run beside the others unnoticed)."""
-    from lab.testing import ONE_WORKER, scope_of
+    from lab.pytest_plugin.scheduling import ONE_WORKER, scope_of
     here = Path(__file__).parent
     for group, files in ONE_WORKER.items():
         for file in files:

@@ -17,8 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psutil
 import pytest
 
-from lab.testing import IMPLEMENTATIONS
-from load import histograms, pinning, runner
+from lab.host import pinning
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS
+from load import histograms, runner
 from load.common import prepare, why_not
 from load.engine import LocustRun, Plan, Process
 

@@ -18,8 +18,8 @@ from contract.codec import dumps
 from contract.errors import RESOURCE_EXHAUSTED
 from contract.game import LIMITS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from lab import dataset
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS, implementations
 from lab.registry import discover
-from lab.testing import IMPLEMENTATIONS, implementations
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 WS = implementations(where=lambda impl: impl.protocol == "ws")

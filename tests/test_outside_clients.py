@@ -23,8 +23,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from lab import settings
 from lab.processes import free_port
+from lab.pytest_plugin.fixtures import implementations
 from lab.registry import select
-from lab.testing import implementations
 
 
 def of(protocol: str) -> list:
@@ -57,7 +57,7 @@ def test_grpc_lists_its_services_by_reflection_and_answers_health(impl, lab):
 def grpcurl_or_skip() -> str:
     if shutil.which("go") is None and not any(settings.cache_dir().glob("grpcurl-*/bin/grpcurl")):
         pytest.skip("grpcurl is built with Go (go install ...grpcurl@v1.9.3): no Go on this machine")
-    from lab.tools import grpcurl
+    from lab.host.tools import grpcurl
     return str(grpcurl())
 
 

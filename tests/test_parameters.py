@@ -1,4 +1,4 @@
-"""The tests' implementation parameters (lab.testing.implementations): a test is
+"""The tests' implementation parameters (lab.pytest_plugin.fixtures.implementations): a test is
 generated only for the implementations it applies to, and a skip is left only
 where this machine lacks something, saying what and how to get it. No lab."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 
 from lab import registry
+from lab.pytest_plugin.fixtures import IMPLEMENTATIONS, implementations
 from lab.registry import CRUD_OPERATIONS, TOOLCHAIN_HINTS, discover
-from lab.testing import IMPLEMENTATIONS, implementations
 
 
 def _names(params: list) -> list:
@@ -58,7 +58,7 @@ def test_a_toolchain_missing_here_leaves_one_skip_that_says_what_and_how(monkeyp
 
 
 def test_the_run_names_the_implementations_left_out_at_its_top(monkeypatch):
-    from lab.testing import pytest_report_header
+    from lab.pytest_plugin.fixtures import pytest_report_header
 
     assert pytest_report_header(None) == [registry.missing_line(i) for i in discover() if i.missing()]
     monkeypatch.setattr(registry.shutil, "which", lambda tool, *a, **k: None)

@@ -17,8 +17,8 @@ from clients.protocols import PROTOCOLS
 from clients.sse.client import SseClient
 from contract.errors import INVALID_ARGUMENT, ContractError
 from lab import dataset
+from lab.pytest_plugin.fixtures import implementations
 from lab.registry import discover
-from lab.testing import implementations
 from services.common.feeds import PUSH, WebSocketPush
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
@@ -397,7 +397,8 @@ def test_subscribing_does_not_change_stored_data(lab, seeded, fingerprint):
 # --- the push load client (load/push-client), briefly, against real services ---
 
 def _push_run(lab, impl, transport, tmp_path, **params):
-    from load import pinning, push
+    from lab.host import pinning
+    from load import push
     from load.rawsamples import read_samples
     r = push.Run("test", transport, params.get("clients", 3), params.get("batch", 5), params.get("rate", 200),
                  params.get("seconds", 1.5))

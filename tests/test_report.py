@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from capture import report as capture_report
+from lab import results as lab_results
 from lab import settings
 from lab.context import run_context
 from lab.processes import Process
 from lab.registry import discover
-from lab.runs import summarize as runs_summary
-from lab.statistics import summarize
+from lab.stats.runs import summarize as runs_summary
+from lab.stats.statistics import summarize
 from report import published
 from report.__main__ import write
 
@@ -157,8 +158,8 @@ def make_results(root: Path, docker: bool, drop_in_docker: str | None = None) ->
     runs = {"native": bench_run("native", 1)}
     if docker:
         runs["docker"] = bench_run("docker", 2, drop=drop_in_docker)
-    for mode, run in runs.items():
-        (root / "benchmarks" / f"{mode}-latest.json").write_text(json.dumps(run, indent=1))
+    for mode, run in runs.items():  # the suite's own writer (lab/results.py)
+        lab_results.write("latency", mode, run["context"], {"results": run["results"]}, root / "benchmarks")
     capture_report.write(wire_results(), root / "capture", "wire")  # the capture's own writer
     return root
 
@@ -189,7 +190,7 @@ def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
     (paths, summary) = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)
     md = paths[1].read_text()
     assert f"docker mode, insert: **{dropped}** has no result" in md
-    assert "docker / native" in md  # lab.compare's table
+    assert "docker / native" in md  # lab.stats.compare's table
     assert "userland proxy off" in md
     assert (tmp_path / "out" / "report-figures" / "wire.svg").exists()
 
@@ -221,7 +222,8 @@ def test_report_shows_the_run_to_run_summary(tmp_path):
     docker = json.loads((results / "benchmarks" / "docker-latest.json").read_text())
     summary = runs_summary({"native": [native, native], "docker": [docker, docker]})
     (results / "runs-latest.json").write_text(json.dumps(
-        {"date": "2026-01-01T000000Z", "modes": ["native", "docker"], "runs_per_mode": 2,
+        {"schema": lab_results.schema_name("runs"), "date": "2026-01-01T000000Z", "modes": ["native", "docker"],
+         "runs_per_mode": 2,
          "files": {"native": ["a.json", "b.json"], "docker": ["c.json", "d.json"]}, "summary": summary}))
     md = write(results, tmp_path / "out", head="0" * 40, discovered=NAMES)[0][1].read_text()
     assert "2 runs per mode, modes alternating (native, docker)" in md
@@ -357,8 +359,8 @@ def test_report_renders_in_headless_chromium(tmp_path):
 
 
 def test_report_shows_rankings_with_confidence_the_cpu_split_and_the_noise_guard(tmp_path):
-    from lab import noise
-    from lab.statistics import rank
+    from lab.stats import noise
+    from lab.stats.statistics import rank
 
     results = make_results(tmp_path / "results", docker=False)
     path = results / "benchmarks" / "native-latest.json"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lab.results import schema_name
 from load import histograms
 from report import load as load_report
 from report.page import Page, to_markdown
@@ -26,8 +27,15 @@ def _row(name: str, clients: int, p50: float, valid: bool = True) -> dict:
 
 
 def _write(results: Path, name: str, data: dict) -> None:
+    """A file as python -m load names it, its kind's schema name on it (the rest trimmed to what the report reads)."""
     (results / "load").mkdir(parents=True, exist_ok=True)
-    (results / "load" / f"{name}-latest.json").write_text(json.dumps(data))
+    kind = {"sweep": "load"}.get(name, name)
+    (results / "load" / f"{name}-latest.json").write_text(json.dumps({"schema": schema_name(kind), **data}))
+
+
+def _latency(results: Path, data: dict) -> None:
+    (results / "benchmarks").mkdir()
+    (results / "benchmarks" / "native-latest.json").write_text(json.dumps({"schema": schema_name("latency"), **data}))
 
 
 def render(results: Path) -> str:
@@ -40,18 +48,34 @@ def test_missing_sweep_names_the_command(tmp_path):
     assert "run `make load`" in render(tmp_path)
 
 
-def test_the_k6_cross_check_is_shown_without_a_sweep(tmp_path):
-    _write(tmp_path, "kcheck", {"results": {"fetch-one": {"rest/python_flask": {
-        "median_us": 900, "mean_us_from_throughput": 950.0, "clock": "k6 HTTP timings (µs)"}}}})
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "native-latest.json").write_text(json.dumps(
-        {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}}))
+def _cell(median: int, client: str = "Go net/http go1.26.8", errors: dict | None = None) -> dict:
+    return {"client": client, "latency_us": {"p50": median}, "answered": 1000 - sum((errors or {}).values()),
+            "calls": 1000, "errors": errors or {}}
+
+
+def test_the_cross_check_is_shown_without_a_sweep(tmp_path):
+    _write(tmp_path, "crosscheck", {"context": {"crosscheck": {"warmup": 100}},
+                                    "results": {"fetch-one": {"rest/python_flask": _cell(900)}}})
+    _latency(tmp_path, {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}})
     text = render(tmp_path)
     assert "run `make load`" in text
-    assert "| fetch-one | rest/python_flask | 900 | 950 | 1,800 | 2.00 |" in text
+    assert "| fetch-one | rest/python_flask | Go net/http go1.26.8 | 900 | 1,800 | 2.00 | 1,000 |" in text
+    assert "not measured (`make bench`)" not in text
 
 
-def test_sweep_table_kcheck_and_feathers(tmp_path):
+def test_the_cross_check_without_the_latency_suite_says_so(tmp_path):
+    _write(tmp_path, "crosscheck", {"results": {"insert": {
+        "socketio/node_socketio": _cell(700, "socket.io-client 4.8.4", {"timeout": 2})}}})
+    text = render(tmp_path)
+    assert "| insert | socketio/node_socketio | socket.io-client 4.8.4 | 700 | – | – | 998 (2 failed) |" in text
+    assert "The Python client's medians: not measured (`make bench`)." in text
+
+
+def test_no_cross_check_names_its_command(tmp_path):
+    assert "Not measured: `python -m load.crosscheck`." in render(tmp_path)
+
+
+def test_sweep_table_and_feathers(tmp_path):
     name = "rest/python_flask"
     closed = [_row(name, 10, 5000), _row(name, 100, 40000), _row(name, 1000, 400000, valid=False)]
     _write(tmp_path, "sweep", {"context": {"load": {"engine_version": "2.47.0", "closed_clients": [10, 100, 1000],
@@ -59,13 +83,6 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
                                                      "sweep_seconds": 61}},
                                "results": {name: {"closed": closed, "open": [], "knee_rps": 321,
                                                   "concurrency": "gevent", "seconds": 61.0}}})
-    _write(tmp_path, "kcheck", {"results": {"fetch-one": {name: {
-        "median_us": 900, "mean_us_from_throughput": 950.0, "clock": "k6 HTTP timings (µs)"},
-        "ws/go_coder": {"median_us": 1, "mean_us_from_throughput": 300.0,
-                        "clock": "Date.now() in the script (1 ms)"}}}})
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "native-latest.json").write_text(json.dumps(
-        {"results": {"fetch-one": {name: {"median": 1800.0}, "ws/go_coder": {"median": 600.0}}}}))
     _write(tmp_path, "feathers", {"results": {
         name: [{"calls_per_connection": 1, "requests_per_s": 100.0,
                 "bytes_per_call": {"sent": 80, "received": 150}}],
@@ -74,10 +91,6 @@ def test_sweep_table_kcheck_and_feathers(tmp_path):
     text = render(tmp_path)
     row = next(line for line in text.splitlines() if line.startswith(f"| {name}") and "321" in line)
     assert "| 5.0 |" in row and "invalid" in row and "1,234" in row and "| 111 |" in row
-    assert "| 2.00 |" in text  # Python client ÷ k6 at fetch-one
-    # a millisecond clock: no median (a "1 µs" median gave 600x), the ratio from k6's mean
-    ws = next(line for line in text.splitlines() if line.startswith("| fetch-one | ws/go_coder"))
-    assert "| – | 300 | 600 | 2.00 (mean) |" in ws
     # the study's table beside the lab's: its rows, the lab's requests/s and the pair's ratio
     feathers = next(line for line in text.splitlines() if line.startswith("| 1 |") and "50 % slower" in line)
     assert "| 100 |" in feathers and "| 60 |" in feathers and "| 0.60 |" in feathers

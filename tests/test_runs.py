@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.runs import (
+from lab.stats.runs import (
     check,
     cycles_taken,
     following,
@@ -222,7 +222,7 @@ def test_following_measures_how_ratios_move_with_directs_speed_within_a_run(tmp_
 
 
 def test_a_saved_result_cut_short_or_missing_is_named_where_the_comparison_loads_it(tmp_path):
-    from lab.compare import load
+    from lab.stats.compare import load
     missing, cut = tmp_path / "native-latest.json", tmp_path / "docker-latest.json"
     cut.write_text(json.dumps({"context": {}, "results": {}})[:10])   # a run stopped while writing its result
     with pytest.raises(SystemExit, match="is missing: run the benchmarks in that mode first"):

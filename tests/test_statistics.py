@@ -6,7 +6,7 @@ import math
 import random
 import re
 
-from lab.statistics import (
+from lab.stats.statistics import (
     PairedBootstrap,
     block_draws,
     cycles_of,
@@ -316,9 +316,9 @@ def test_an_oversampled_baseline_narrows_every_ratio_to_it():
 
 
 def test_the_noise_guard_flags_a_baseline_that_slowed_during_the_run_and_not_one_that_did_not():
-    """lab.noise: the calibration alone missed a machine whose CPU per operation
+    """lab.stats.noise: the calibration alone missed a machine whose CPU per operation
     rose 20 %; the baseline's own rounds (last fifth vs first fifth) show it."""
-    from lab import noise
+    from lab.stats import noise
     rng = random.Random(9)
     steady = [250e-6 * rng.lognormvariate(0, 0.16) for _ in range(3200)]
     slowed = steady[:1600] + [t * 1.15 for t in steady[1600:]]
@@ -334,12 +334,12 @@ def test_the_noise_guard_flags_a_baseline_that_slowed_during_the_run_and_not_one
 
 
 def test_the_noise_guard_takes_the_fastest_of_several_probes_so_one_slow_spell_does_not_flag_a_run(monkeypatch):
-    """lab.noise.snapshot: this machine's vCPUs flip between ~95 and ~168 µs in
+    """lab.stats.noise.snapshot: this machine's vCPUs flip between ~95 and ~168 µs in
     spells of seconds; a run whose first probe fell in a slow spell and whose
     last did not was flagged (-44 %) though the machine was the same. Known
     answers: probes fed in order, the fastest kept, every sample and the share
     in slow spells recorded."""
-    from lab import noise
+    from lab.stats import noise
     fed = iter([168.0, 95.0, 96.0, 170.0, 94.0, 97.0, 95.0, 169.0, 96.0,    # before: a slow first probe
                 93.0, 94.0, 166.0, 95.0, 96.0, 93.0, 167.0, 94.0, 95.0])    # after
     monkeypatch.setattr(noise.interpreter, "probe", lambda: {"calibration_us": next(fed)})

@@ -33,10 +33,10 @@ from capture.tshark import (
     tally,
 )
 from capture.wire import app_payload, connection_phases, service_port
-from capture.workload import Arguments, wait_settled
+from capture.workload import wait_settled
 from contract import games_pb2 as pb
 from contract.codec import dumpb, dumps
-from lab import dataset
+from lab import dataset, workload
 from lab.registry import discover, missing_line
 from lab.stack import Lab
 
@@ -102,15 +102,14 @@ def capture_and_dissect(port: int, dissector: str,
 def test_rest_insert_kept_alive_counts_equal_kernel_counters(lab: Lab, seeding: Any) -> None:
     name = name_of(lab, "rest")
     port = service_port(lab.endpoints[name])
-    args = Arguments()
     dataset.reset(seeding.store.games, [], indexes=False)
     client = lab.client(name)
     try:
         def body() -> dict[str, Any]:
-            created = [client.create(args.insert_game)]  # opens the connection, not timed
+            created = [client.create(workload.insert_game())]  # opens the connection, not timed
             sock = http_socket(client)
             info0, t0 = tcp_info(sock), time.time()
-            created += [client.create(args.insert_game) for _ in range(N)]
+            created += [client.create(workload.insert_game()) for _ in range(N)]
             t1, info1 = time.time(), tcp_info(sock)
             return {"created": created, "t0": t0, "t1": t1, "kernel": delta(info0, info1)}
         packets, layers, r = capture_and_dissect(port, "http", body)
@@ -132,7 +131,7 @@ def test_rest_insert_kept_alive_counts_equal_kernel_counters(lab: Lab, seeding: 
     assert split.to_client.frames == kernel["segs_in"]
     # The body: exactly the JSON the client encoded, and the JSON it got back.
     up, down = app_payload(window, layers, port, "rest")
-    assert up == N * len(dumpb(args.insert_game))
+    assert up == N * len(dumpb(workload.insert_game()))
     assert down == sum(len(dumpb(g)) for g in r["created"][1:])
     # HTTP headers are the rest: the same size every time (same path, same length).
     assert distinct_payload(window, port)[0] % N == 0  # each byte once (in CI a 1,378-byte segment came twice)
@@ -141,7 +140,6 @@ def test_rest_insert_kept_alive_counts_equal_kernel_counters(lab: Lab, seeding: 
 def test_websocket_message_is_payload_plus_frame_header(lab: Lab, seeding: Any) -> None:
     name = name_of(lab, "ws")
     port = service_port(lab.endpoints[name])
-    args = Arguments()
     dataset.reset(seeding.store.games, dataset.fetch_games(), indexes=True)
     sent: list[int] = []
     received: list[int] = []
@@ -166,7 +164,7 @@ def test_websocket_message_is_payload_plus_frame_header(lab: Lab, seeding: Any) 
         try:
             info0, t0 = tcp_info(ws.sock), time.time()
             for _ in range(N):
-                client.get(args.fetch_id)
+                client.get(workload.fetch_id())
             client.list(dataset.FETCH_SET, 0)  # > 65,535 bytes: the 64-bit length form
             t1, info1 = time.time(), tcp_info(ws.sock)
         finally:
@@ -178,7 +176,7 @@ def test_websocket_message_is_payload_plus_frame_header(lab: Lab, seeding: Any) 
     split = tally(window, port)
     print(f"\nWebSocket: sent {sent}, received {received}; tshark {split}; kernel {r['kernel']}")
     # The requests are exactly the client's JSON (request ids 1..N, then N+1).
-    assert sent[:N] == [len(dumps({"request_id": i, "op": "get", "params": {"id": args.fetch_id}})
+    assert sent[:N] == [len(dumps({"request_id": i, "op": "get", "params": {"id": workload.fetch_id()}})
                             .encode()) for i in range(1, N + 1)]
     assert max(received) > 65535
     up, down = distinct_payload(window, port)  # each byte once (a resent segment is on the wire twice)
@@ -205,13 +203,12 @@ def test_new_rest_connection_has_one_handshake_and_the_kernels_bytes(lab: Lab,
                                                                     seeding: Any) -> None:
     name = name_of(lab, "rest")
     port = service_port(lab.endpoints[name])
-    args = Arguments()
     dataset.reset(seeding.store.games, dataset.fetch_games(), indexes=True)
 
     def body() -> dict[str, int]:
         client = lab.client(name)
         try:
-            game = client.get(args.fetch_id)
+            game = client.get(workload.fetch_id())
             info = tcp_info(http_socket(client))
         finally:
             client.close()
@@ -238,17 +235,16 @@ def test_new_rest_connection_has_one_handshake_and_the_kernels_bytes(lab: Lab,
 def test_grpc_payload_is_protobuf_plus_prefix_plus_http2_frames(lab: Lab, seeding: Any) -> None:
     name = name_of(lab, "grpc")
     port = service_port(lab.endpoints[name])
-    args = Arguments()
     dataset.reset(seeding.store.games, dataset.fetch_games(), indexes=True)
-    request = len(pb.GameId(id=args.fetch_id).SerializeToString())
+    request = len(pb.GameId(id=workload.fetch_id()).SerializeToString())
 
     def body() -> dict[str, Any]:
         client = lab.client(name)
         try:
-            client.get(args.fetch_id)  # warm: HPACK tables filled
+            client.get(workload.fetch_id())  # warm: HPACK tables filled
             t0 = time.time()
             for _ in range(N):
-                client.get(args.fetch_id)
+                client.get(workload.fetch_id())
             t1 = time.time()
         finally:
             client.close()

@@ -19,4 +19,5 @@ DESCRIPTOR = Protocol(
     error_spelling="errors[].extensions.code = the contract code, HTTP 200/400 "
                    "(413 when too large, 503 allowed when unavailable)",
     fuzzer="clients.graphql.fuzz:fuzzer", load_client="clients.graphql.load:connect",
-    crosscheck="crosscheck")
+    crosscheck="crosscheck",
+    crosscheck_plan="clients.graphql.client:wire_plan")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.base import OperationClient
+import requests
+
+from clients.base import CALL_TIMEOUT, OperationClient
 from clients.http import RequestsTransport, Transport
+from clients.rest.client import http_plan
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, LANGUAGE_DETAILS
-from lab.settings import CALL_TIMEOUT
 
 # Every field, so a GraphQL fetch moves the same document as the other protocols.
 GAME_FIELDS = " ".join(
@@ -62,3 +64,9 @@ class GraphQLClient(OperationClient):
 def _error(error: dict[str, Any], status: int) -> ContractError:
     code = (error.get("extensions") or {}).get("code", INTERNAL)
     return error_for(code, str(error.get("message")), native=(status, code))
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The request GraphQLClient sends for `op` with `params` as its variables."""
+    with requests.Session() as session:
+        return http_plan(session, "POST", endpoint, dumpb({"query": QUERIES[op], "variables": params}), headers=JSON)

@@ -6,19 +6,18 @@ document must execute (HTTP 200)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import hypothesis_graphql
 import requests
 from graphql import FieldNode, NameNode, OperationDefinitionNode, SelectionSetNode, parse, print_ast
 from hypothesis import strategies as st
 
+from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally
 from contract.errors import ERRORS, INTERNAL
 from contract.validate import GRAPHQL_SDL_PATH
-from lab.settings import CALL_TIMEOUT
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 WRITES = {"create_game": "create", "update_game": "update", "delete_game": "delete"}
 ACCEPTS = [None, "application/json", "application/graphql-response+json"]
@@ -59,7 +58,7 @@ def _writes(document: str) -> list[tuple[str, str, str | None]]:
     return found
 
 
-def fuzzer(endpoint: str):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     sdl = GRAPHQL_SDL_PATH.read_text()
     Mode = hypothesis_graphql.Mode
     documents = st.one_of(

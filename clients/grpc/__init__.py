@@ -14,4 +14,5 @@ DESCRIPTOR = Protocol(
     payload_source="protobuf messages: grpc.message_length (without the 5-byte prefix)",
     client_packages=("grpcio", "protobuf"), native_error=grpc_status,
     error_spelling="the gRPC status code of the contract's error table",
-    fuzzer="clients.grpc.fuzz:fuzzer", load_client="clients.grpc.load:connect", crosscheck="crosscheck")
+    fuzzer="clients.grpc.fuzz:fuzzer", load_client="clients.grpc.load:connect", crosscheck="crosscheck",
+    crosscheck_plan="clients.grpc.client:wire_plan")

@@ -6,12 +6,11 @@ from typing import Any
 
 import grpc
 
-from clients.base import Game
+from clients.base import CALL_TIMEOUT, Game
 from contract import games_pb2 as pb
 from contract.errors import ContractError, error_for
 from contract.games_pb2_grpc import GamesStub
 from contract.grpc_codec import game_to_message, message_to_document
-from lab.settings import CALL_TIMEOUT
 
 SERVICE = "protolab.games.v1.Games"
 METHOD_OF = {"create": ("CreateGame", pb.Game), "update": ("UpdateGame", pb.Game)}
@@ -69,3 +68,21 @@ class GrpcClient:
 def _error(exc: grpc.RpcError) -> ContractError:
     code = exc.code()  # type: ignore[attr-defined]
     return error_for(code.name, exc.details() or "", native=code)  # type: ignore[attr-defined]
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The call GrpcClient makes for `op`: its full method name and the request message
+    as its methods build it, in protojson (field names as in the .proto)."""
+    from google.protobuf.json_format import MessageToDict
+
+    game_id = params.get("id", "")
+    name, message = {
+        "create": lambda: ("CreateGame", game_to_message(params["game"])),
+        "get": lambda: ("GetGame", pb.GameId(id=game_id)),
+        "list": lambda: ("ListGames", pb.ListGamesRequest(limit=params.get("limit", 100),
+                                                          offset=params.get("offset", 0))),
+        "update": lambda: ("UpdateGame", game_to_message(params["game"], game_id)),
+        "delete": lambda: ("DeleteGame", pb.GameId(id=game_id)),
+        "health": lambda: ("Health", pb.Empty()),
+    }[op]()
+    return {"method": f"{SERVICE}/{name}", "message": MessageToDict(message, preserving_proto_field_name=True)}

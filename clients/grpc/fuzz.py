@@ -4,21 +4,19 @@ no valid message. Answers must be OK or the contract's own status codes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message_factory import GetMessageClass
 from hypothesis import strategies as st
 
+from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally, hostile_text, ids
 from contract import games_pb2 as pb
 from contract.game import ID_PATTERN
 from contract.grpc_codec import message_to_game
-from fuzz.values import hostile_text, ids
-from lab.settings import CALL_TIMEOUT
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 SERVICE = pb.DESCRIPTOR.services_by_name["Games"]
 CONTRACT_CODES = {grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
@@ -35,26 +33,26 @@ _SCALARS = {
 }
 
 
-def message(descriptor: Descriptor) -> st.SearchStrategy[Any]:
+def message(descriptor: Descriptor, seeded: Sequence[str]) -> st.SearchStrategy[Any]:
     """Messages of `descriptor`: every field drawn from its declared type, id-like
     fields from the contract's id pattern and the seeded ids as well."""
     cls = GetMessageClass(descriptor)
     fields: dict[str, st.SearchStrategy[Any]] = {}
     for f in descriptor.fields:
         if f.type == FieldDescriptor.TYPE_MESSAGE:
-            base = message(f.message_type)
+            base = message(f.message_type, seeded)
         elif f.name == "id":
-            base = ids(ID_PATTERN)
+            base = ids(ID_PATTERN, seeded)
         else:
             base = _SCALARS[f.type]
         fields[f.name] = st.lists(base, max_size=4) if f.is_repeated else base
     return st.fixed_dictionaries({}, optional=fields).map(lambda values: cls(**values))
 
 
-def _requests() -> st.SearchStrategy[tuple[str, bytes]]:
+def _requests(seeded: Sequence[str]) -> st.SearchStrategy[tuple[str, bytes]]:
     per_method = []
     for method in SERVICE.methods:
-        valid = message(method.input_type).map(lambda m: m.SerializeToString())
+        valid = message(method.input_type, seeded).map(lambda m: m.SerializeToString())
         garbage = st.binary(max_size=300)
         # a valid message with bytes after it: unknown fields or a broken tail
         tailed = st.tuples(valid, st.binary(min_size=1, max_size=40)).map(lambda t: t[0] + t[1])
@@ -69,7 +67,7 @@ def _parsed(cls: type, data: bytes) -> Any:
         return None
 
 
-def fuzzer(endpoint: str):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     channel = grpc.insecure_channel(endpoint)
     calls = {m.name: channel.unary_unary(f"/{SERVICE.full_name}/{m.name}") for m in SERVICE.methods}
 
@@ -97,4 +95,4 @@ def fuzzer(endpoint: str):
                 model.acknowledged(case, "delete", game_id)
         model.check(case, (game_id,) if game_id else ())
 
-    return _requests(), execute, channel.close
+    return _requests(seeded_ids), execute, channel.close

@@ -14,4 +14,5 @@ DESCRIPTOR = Protocol(
     payload_source="HTTP body: http.content_length",
     client_packages=("requests", "urllib3"), native_error=http_status,
     error_spelling="the HTTP status of the contract's error table",
-    fuzzer="clients.rest.fuzz:fuzzer", load_client="clients.rest.load:connect", crosscheck="crosscheck")
+    fuzzer="clients.rest.fuzz:fuzzer", load_client="clients.rest.load:connect", crosscheck="crosscheck",
+    crosscheck_plan="clients.rest.client:wire_plan")

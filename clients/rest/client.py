@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from clients.base import Game
+import requests
+
+from clients.base import CALL_TIMEOUT, Game
 from clients.http import Reply, RequestsTransport, Transport
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
-from lab.settings import CALL_TIMEOUT
 
 JSON = {"Content-Type": "application/json"}
 
@@ -70,3 +71,29 @@ def _error(response: Reply) -> ContractError:
         code = CODE_OF_HTTP_STATUS.get(response.status, INTERNAL)
         message = response.text[:200]
     return error_for(code, message, native=response.status)
+
+
+def http_plan(session: requests.Session, method: str, url: str, body: bytes | None = None,
+              params: dict[str, int] | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """The HTTP request as `session` prepares it for sending (URL with its query, every
+    header requests adds, body), never sent: a cross-check client's plan (load/crosscheck.py)."""
+    prepared = session.prepare_request(requests.Request(method, url, data=body, params=params, headers=headers))
+    sent = prepared.body
+    return {"method": prepared.method, "url": prepared.url, "headers": dict(prepared.headers),
+            "body": sent.decode() if isinstance(sent, bytes) else sent}
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The request RestClient sends for `op` with `params` (as its methods build it)."""
+    game_id = params.get("id", "")
+    method, path, body, query = {
+        "create": lambda: ("POST", "/games", dumpb(params["game"]), None),
+        "get": lambda: ("GET", RestClient._path(game_id), None, None),
+        "list": lambda: ("GET", "/games", None, {"limit": params.get("limit", 100), "offset": params.get("offset", 0)}),
+        "update": lambda: ("PUT", RestClient._path(game_id), dumpb(params["game"]), None),
+        "delete": lambda: ("DELETE", RestClient._path(game_id), None, None),
+        "health": lambda: ("GET", "/health", None, None),
+    }[op]()
+    with requests.Session() as session:
+        return http_plan(session, method, endpoint.rstrip("/") + path, body, query,
+                         JSON if body is not None else None)

@@ -5,7 +5,8 @@ checked by schemathesis's own response checks."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import requests
 import schemathesis
@@ -20,17 +21,15 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally
 from contract.validate import OPENAPI_PATH
-from lab.settings import CALL_TIMEOUT
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance, negative_data_rejection, positive_data_acceptance]
 
 
-def fuzzer(endpoint: str):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     schema = schemathesis.openapi.from_path(str(OPENAPI_PATH))
     schema.config.base_url = endpoint
     # Invalid data is refused with any 4xx the contract declares: schemathesis's

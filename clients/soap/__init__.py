@@ -16,4 +16,5 @@ DESCRIPTOR = Protocol(
     client_packages=("zeep", "lxml", "requests"), native_error=soap_fault,
     error_spelling="a SOAP 1.1 Fault: faultcode Client or Server (contract.json column soap), "
                    "the contract code in <detail><code>",
-    fuzzer="clients.soap.fuzz:fuzzer", load_client="clients.soap.load:connect", crosscheck="crosscheck")
+    fuzzer="clients.soap.fuzz:fuzzer", load_client="clients.soap.load:connect", crosscheck="crosscheck",
+    crosscheck_plan="clients.soap.client:wire_plan")

@@ -5,6 +5,7 @@ A SOAP Fault becomes the contract's error named in its <detail><code>."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -14,11 +15,12 @@ from zeep.exceptions import Fault, TransportError
 from zeep.helpers import serialize_object
 from zeep.transports import Transport
 
-from clients.base import Game
+import contract
+from clients.base import CALL_TIMEOUT, Game
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
-from lab.settings import CALL_TIMEOUT, ROOT
 
-WSDL = ROOT / "contract" / "games.wsdl"
+# The contract's WSDL, printed from the SOAP service (services/soap/python_spyne/wsdl.py).
+WSDL = Path(contract.__file__).resolve().parent / "games.wsdl"
 SOAP_ENV = "http://schemas.xmlsoap.org/soap/envelope/"
 LIST_FIELDS = ("developer", "publisher", "platforms", "languages", "tags")
 
@@ -130,3 +132,21 @@ def _game_from(value: Any) -> Game:
         if value is None and name != "is_kernel_ac":
             game[name] = ""
     return game
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The request SoapClient sends for `op`: the envelope and HTTP headers zeep's binding
+    makes from the WSDL, serialized as zeep's transport serializes it (post_xml), on the
+    client's own session (its User-Agent); builds the message only, never dials."""
+    from zeep.wsdl.utils import etree_to_string
+
+    from clients.rest.client import http_plan
+
+    client = SoapClient(endpoint)
+    try:
+        args = [_game_to(v) if k == "game" else v for k, v in params.items()]  # the methods' argument order
+        envelope, headers = client.service._binding._create(op, args, {}, client=client.zeep,
+                                                            options={"address": endpoint})
+        return http_plan(client.session, "POST", endpoint, etree_to_string(envelope), headers=headers)
+    finally:
+        client.close()

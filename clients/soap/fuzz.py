@@ -12,8 +12,9 @@ the WSDL and the contract is answered, or refused NOT_FOUND only."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 import zeep
@@ -21,13 +22,10 @@ from hypothesis import strategies as st
 from lxml import etree
 from zeep.xsd import types as xsd
 
+from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally, hostile_text
 from contract.game import ID_PATTERN, LIMITS, MAX_REQUEST_BYTES
 from contract.validate import SOAP_ENV, WSDL_PATH, soap_message_errors
-from fuzz.values import hostile_text, seeded_ids
-from lab.settings import CALL_TIMEOUT
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 NAMESPACE = "urn:protolab:games"
 MUTATIONS = ("wrong type", "missing element", "unknown element", "huge value", "malformed XML", "wrong SOAPAction")
@@ -58,10 +56,10 @@ class Case:
         return f"{self.kind} {self.op} SOAPAction={self.action!r} {self.envelope[:240]!r}"
 
 
-def _value(kind: Any, name: str) -> st.SearchStrategy[Any]:
+def _value(kind: Any, name: str, seeded: Sequence[str]) -> st.SearchStrategy[Any]:
     """Values of one xsd type as zeep reads games.wsdl, within the contract."""
     if isinstance(kind, xsd.ComplexType):
-        members = {n: _element(e) for n, e in kind.elements}
+        members = {n: _element(e, seeded) for n, e in kind.elements}
         return st.fixed_dictionaries(members)
     if type(kind).__name__ == "Boolean":
         return st.booleans()
@@ -69,12 +67,12 @@ def _value(kind: Any, name: str) -> st.SearchStrategy[Any]:
         top = LIMITS["max_list_limit"] if name == "limit" else LIMITS["max_offset"]
         return st.integers(1 if name == "limit" else 0, top)
     if name == "id":
-        return st.one_of(st.sampled_from(seeded_ids()), st.from_regex(ID_PATTERN, fullmatch=True))
+        return st.one_of(st.sampled_from(seeded), st.from_regex(ID_PATTERN, fullmatch=True))
     return xml_text()
 
 
-def _element(element: Any) -> st.SearchStrategy[Any]:
-    one = _value(element.type, element.name)
+def _element(element: Any, seeded: Sequence[str]) -> st.SearchStrategy[Any]:
+    one = _value(element.type, element.name, seeded)
     if element.max_occurs == "unbounded":
         return st.lists(one, max_size=3)
     if element.nillable and element.type.__class__.__name__ == "Boolean":
@@ -85,12 +83,12 @@ def _element(element: Any) -> st.SearchStrategy[Any]:
 class Envelopes:
     """Valid calls of every operation, drawn from the WSDL, as zeep writes them."""
 
-    def __init__(self) -> None:
+    def __init__(self, seeded: Sequence[str]) -> None:
         self.client = zeep.Client(str(WSDL_PATH))
         self.service = self.client.create_service(f"{{{NAMESPACE}}}Games", "http://lab/soap")
         binding = self.client.service._binding
         self.actions = {name: op.soapaction for name, op in binding._operations.items()}
-        self.arguments = {name: st.fixed_dictionaries({n: _element(e) for n, e in op.input.body.type.elements})
+        self.arguments = {name: st.fixed_dictionaries({n: _element(e, seeded) for n, e in op.input.body.type.elements})
                           for name, op in binding._operations.items()}
 
     def write(self, op: str, arguments: dict[str, Any]) -> bytes:
@@ -173,8 +171,8 @@ def _fault(root: Any) -> tuple[str, str | None] | None:
     return (fault.findtext("faultcode") or "").split(":")[-1].split(".")[0], fault.findtext("detail/code")
 
 
-def fuzzer(endpoint: str):
-    envelopes = Envelopes()
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
+    envelopes = Envelopes(seeded_ids)
     session = requests.Session()
     strategy = envelopes.cases()
 

@@ -12,4 +12,5 @@ DESCRIPTOR = Protocol(
     native_error=message_error,
     error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)',
     fuzzer="clients.socketio.fuzz:fuzzer", messaging=True, load_client="clients.socketio.load:connect",
-    crosscheck="crosscheck")
+    crosscheck="crosscheck",
+    crosscheck_plan="clients.socketio.client:wire_plan")

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 import engineio
 import socketio
 
-from clients.base import OperationClient
+from clients.base import CALL_TIMEOUT, Event, OperationClient
+from clients.ws.client import PushStream
 from contract.codec import dumpb, dumps
 from contract.errors import ContractError, Unavailable, error_for
-from lab.settings import CALL_TIMEOUT
 
 EVENT = "call"
 PUSH_EVENT = "push"  # the WebSocket protocol's push message as its argument
@@ -111,20 +111,16 @@ class SocketIOClient(OperationClient):
         return self._call("broadcast", payload=payload)
 
     def subscribe(self, feed: str, last_event_id: str | None = None, **params: Any) -> Any:
-        from clients.ws.client import PushStream  # the WebSocket client's stream reads next_push()
-
         if last_event_id is not None:
             params["last_event_id"] = last_event_id
         self._call("subscribe", feed=feed, **params)
-        return PushStream(self, feed)  # type: ignore[arg-type]
+        return PushStream(self, feed)  # type: ignore[arg-type]  # the WebSocket client's stream reads next_push()
 
     def unsubscribe(self, feed: str) -> None:
         self._call("unsubscribe", feed=feed)
 
     def next_push(self, timeout: float | None = None) -> Any:
         """The next push message (of any feed, or a broadcast), as a clients.base.Event."""
-        from clients.base import Event
-
         with self._arrived:
             if not self._arrived.wait_for(lambda: self.pushed, timeout or self.timeout):
                 raise Unavailable(f"no push message within {timeout or self.timeout} s", native="timeout")
@@ -138,3 +134,11 @@ class SocketIOClient(OperationClient):
 
     def close(self) -> None:
         self.sio.disconnect()
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The connection and event SocketIOClient makes for `op`: the server's URL and
+    path as it connects (the WebSocket transport only), the event and its argument."""
+    url = urlsplit(endpoint)
+    return {"url": f"{url.scheme}://{url.netloc}", "path": "/" + (url.path.strip("/") or "socket.io"),
+            "transports": ["websocket"], "event": EVENT, "argument": {"op": op, "params": params}}

@@ -8,19 +8,17 @@ and carry a contract code when it is an error."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import socketio
 from hypothesis import strategies as st
 
+from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally, hostile_text
 from clients.socketio.client import CODEC, EVENT
 from clients.ws.fuzz import JSON_VALUES, invalid_requests, judge, valid_requests
-from fuzz.values import hostile_text
-from lab.settings import CALL_TIMEOUT
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 # Names socket.io keeps for itself: a client may not emit them.
 RESERVED = {"connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener"}
@@ -30,22 +28,22 @@ def _without_id(request: Any) -> Any:
     return {k: v for k, v in request.items() if k != "request_id"} if isinstance(request, dict) else request
 
 
-def _cases() -> st.SearchStrategy[tuple[str, str, tuple[Any, ...]]]:
+def _cases(seeded: Sequence[str]) -> st.SearchStrategy[tuple[str, str, tuple[Any, ...]]]:
     """(kind, event, arguments); kind: "valid", "mutated" (members or values
     the schema refuses, as the WebSocket fuzzer makes them: most are refused),
     "refused" (what socket.io's protocol refuses whatever the request)."""
-    valid = valid_requests().map(lambda r: ("valid", EVENT, (_without_id(r),)))
-    mutated = invalid_requests().map(lambda r: ("mutated", EVENT, (_without_id(r),)))
+    valid = valid_requests(seeded).map(lambda r: ("valid", EVENT, (_without_id(r),)))
+    mutated = invalid_requests(seeded).map(lambda r: ("mutated", EVENT, (_without_id(r),)))
     refused = st.one_of(
         st.binary(max_size=200).map(lambda b: ("refused", EVENT, (b,))),  # a binary attachment
         st.tuples(hostile_text(20).filter(lambda e: e not in RESERVED and e != EVENT),
-                  valid_requests()).map(lambda t: ("refused", t[0], (_without_id(t[1]),))),
+                  valid_requests(seeded)).map(lambda t: ("refused", t[0], (_without_id(t[1]),))),
         st.lists(JSON_VALUES, min_size=2, max_size=3).map(lambda a: ("refused", EVENT, tuple(a))),
         st.just(("refused", EVENT, ())))
     return st.one_of(valid, mutated, refused)
 
 
-def fuzzer(endpoint: str):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     url = urlsplit(endpoint)
     sio = socketio.Client(reconnection=False, handle_sigint=False, json=CODEC)
     sio.connect(f"{url.scheme}://{url.netloc}", transports=["websocket"],
@@ -65,4 +63,4 @@ def fuzzer(endpoint: str):
         if kind == "refused" and "error" not in ack:
             tally.fail(case, "a request the protocol refuses was answered with a result")
 
-    return _cases(), execute, sio.disconnect
+    return _cases(seeded_ids), execute, sio.disconnect

@@ -18,10 +18,9 @@ from urllib.parse import urlencode
 
 import httpx
 
-from clients.base import Event
+from clients.base import CALL_TIMEOUT, Event
 from contract.codec import loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
-from lab.settings import CALL_TIMEOUT
 from services.common.feeds import KEEPALIVE_SECONDS, PUSH
 
 

@@ -9,23 +9,20 @@ stores nothing: the model checks that no case changed the collection."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import httpx
 from hypothesis import strategies as st
 
+from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally, hostile_text
 from clients.sse.client import EventStream
 from contract.codec import loads
 from contract.errors import INVALID_ARGUMENT
 from contract.validate import push_schema, sse_event_errors
-from fuzz.values import hostile_text
-from lab.settings import CALL_TIMEOUT
 from services.common.feeds import PUSH
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 EVENTS_READ = 3  # at most this many events of a stream are read, then it is closed
 
@@ -111,7 +108,7 @@ def _routes() -> st.SearchStrategy[Case]:
         hostile_text(20).map(lambda p: Case("route", [("feed", "synthetic")], path="/" + quote(p, safe="") + "x")))
 
 
-def fuzzer(endpoint: str):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     http = httpx.Client(timeout=httpx.Timeout(CALL_TIMEOUT))
     base = endpoint.rstrip("/")
     strategy = st.one_of(_valid(), _invalid(), _either(), _routes())

@@ -15,4 +15,5 @@ DESCRIPTOR = Protocol(
     client_packages=("simple-websocket", "wsproto"), native_error=message_error,
     error_spelling='an {"error": {"code": ...}} reply to the request (contract/ws-protocol.md)',
     fuzzer="clients.ws.fuzz:fuzzer", messaging=True, load_client="clients.ws.load:connect",
-    crosscheck="crosscheck")
+    crosscheck="crosscheck",
+    crosscheck_plan="clients.ws.client:wire_plan")

@@ -16,10 +16,9 @@ from simple_websocket import Client
 from simple_websocket.ws import Base
 from wsproto import ConnectionType
 
-from clients.base import Event, OperationClient
+from clients.base import CALL_TIMEOUT, Event, OperationClient
 from contract.codec import dumps, loads
 from contract.errors import ContractError, Unavailable, error_for
-from lab.settings import CALL_TIMEOUT
 
 
 def _reader_thread(target: Any) -> threading.Thread:
@@ -58,6 +57,11 @@ class Connection(Client):
             raise
 
 
+def request_message(request_id: Any, op: str, params: dict[str, Any]) -> str:
+    """A request as the contract spells it (contract/ws-protocol.md)."""
+    return dumps({"request_id": request_id, "op": op, "params": params})
+
+
 class WebSocketClient(OperationClient):
     protocol = "ws"
 
@@ -91,8 +95,7 @@ class WebSocketClient(OperationClient):
 
     def _call(self, op: str, **params: Any) -> Any:
         request_id = next(self.ids)
-        return self._exchange(dumps({"request_id": request_id, "op": op, "params": params}),
-                              request_id)
+        return self._exchange(request_message(request_id, op, params), request_id)
 
     def send_raw(self, op: str, body: bytes, game_id: str = "") -> Any:
         """`body` is the whole message, sent as a binary frame (so it need not
@@ -172,3 +175,11 @@ class PushStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def wire_plan(endpoint: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The message WebSocketClient sends for `op`, with its first request id: a
+    cross-check client sends this text on every call, one call at a time (its
+    reply is the next with that id; the lab's client counts its ids up instead,
+    a digit or more per message)."""
+    return {"message": request_message(1, op, params), "request_id": 1}

@@ -7,18 +7,16 @@ contract code when it is an error."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import strategies as st
 
+from clients.base import CALL_TIMEOUT
+from clients.fuzzing import Model, Tally, hostile_text
 from clients.ws.client import Connection
 from contract.errors import INTERNAL
 from contract.validate import ws_message_errors, ws_schema
-from fuzz.values import hostile_text, seeded_ids
-from lab.settings import CALL_TIMEOUT
-
-if TYPE_CHECKING:
-    from fuzz.runner import Model, Tally
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_text(),
@@ -26,7 +24,7 @@ JSON_VALUES = st.recursive(
     max_leaves=10)
 
 
-def from_schema(schema: dict[str, Any], root: dict[str, Any]) -> st.SearchStrategy[Any]:
+def from_schema(schema: dict[str, Any], root: dict[str, Any], seeded: Sequence[str]) -> st.SearchStrategy[Any]:
     """Values valid by `schema` (the subset of JSON Schema the contract uses)."""
     if schema is True or schema == {}:
         return JSON_VALUES
@@ -34,20 +32,20 @@ def from_schema(schema: dict[str, Any], root: dict[str, Any]) -> st.SearchStrate
         target: Any = root
         for part in schema["$ref"].split("#", 1)[1].strip("/").split("/"):
             target = target.get(part) if isinstance(target, dict) else None
-        return from_schema(target, root) if target is not None else JSON_VALUES
+        return from_schema(target, root, seeded) if target is not None else JSON_VALUES
     if "const" in schema:
         return st.just(schema["const"])
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
     for key in ("oneOf", "anyOf"):
         if key in schema:
-            return st.one_of([from_schema(s, root) for s in schema[key]])
+            return st.one_of([from_schema(s, root, seeded) for s in schema[key]])
     kinds = schema.get("type", "object")
     if isinstance(kinds, list):
-        return st.one_of([from_schema({**schema, "type": k}, root) for k in kinds])
+        return st.one_of([from_schema({**schema, "type": k}, root, seeded) for k in kinds])
     if kinds == "string":
         if schema.get("pattern") and schema["pattern"] == root["$defs"]["Id"]["pattern"]:
-            return st.one_of(st.sampled_from(seeded_ids()), st.from_regex(schema["pattern"], fullmatch=True))
+            return st.one_of(st.sampled_from(seeded), st.from_regex(schema["pattern"], fullmatch=True))
         return st.from_regex(schema["pattern"], fullmatch=True) if "pattern" in schema else hostile_text()
     if kinds == "integer":
         return st.integers(schema.get("minimum"), schema.get("maximum"))
@@ -56,14 +54,14 @@ def from_schema(schema: dict[str, Any], root: dict[str, Any]) -> st.SearchStrate
     if kinds == "null":
         return st.none()
     if kinds == "array":
-        return st.lists(from_schema(schema.get("items", {}), root), max_size=4)
-    properties = {name: from_schema(s, root) for name, s in schema.get("properties", {}).items()}
+        return st.lists(from_schema(schema.get("items", {}), root, seeded), max_size=4)
+    properties = {name: from_schema(s, root, seeded) for name, s in schema.get("properties", {}).items()}
     required = set(schema.get("required", ()))
     return st.fixed_dictionaries({k: v for k, v in properties.items() if k in required},
                                  optional={k: v for k, v in properties.items() if k not in required})
 
 
-def valid_requests() -> st.SearchStrategy[dict[str, Any]]:
+def valid_requests(seeded: Sequence[str]) -> st.SearchStrategy[dict[str, Any]]:
     """One strategy per op: its params from the schema's if/then for that op."""
     root = ws_schema()
     request = root["$defs"]["Request"]
@@ -78,12 +76,12 @@ def valid_requests() -> st.SearchStrategy[dict[str, Any]]:
                 params_of[op] = rule["then"]["properties"]["params"]
     per_op = []
     for op, params in params_of.items():
-        members = {"request_id": from_schema(request["properties"]["request_id"], root), "op": st.just(op)}
+        members = {"request_id": from_schema(request["properties"]["request_id"], root, seeded), "op": st.just(op)}
         optional = {}
         if params is not None and "params" in rule_required(request, op):
-            members["params"] = from_schema({"type": "object", **params}, root)
+            members["params"] = from_schema({"type": "object", **params}, root, seeded)
         elif params is not None:
-            optional["params"] = from_schema({"type": "object", **params}, root)
+            optional["params"] = from_schema({"type": "object", **params}, root, seeded)
         per_op.append(st.fixed_dictionaries(members, optional=optional))
     return st.one_of(per_op)
 
@@ -96,10 +94,10 @@ def rule_required(request: dict[str, Any], op: str) -> set[str]:
     return set()
 
 
-def invalid_requests() -> st.SearchStrategy[Any]:
+def invalid_requests(seeded: Sequence[str]) -> st.SearchStrategy[Any]:
     """Requests with members or values the schema refuses, and frames of no JSON."""
-    wrong_member = st.tuples(valid_requests(), hostile_text(12), JSON_VALUES).map(lambda t: {**t[0], t[1]: t[2]})
-    wrong_params = st.tuples(valid_requests(), st.dictionaries(hostile_text(12), JSON_VALUES, max_size=3)).map(
+    wrong_member = st.tuples(valid_requests(seeded), hostile_text(12), JSON_VALUES).map(lambda t: {**t[0], t[1]: t[2]})
+    wrong_params = st.tuples(valid_requests(seeded), st.dictionaries(hostile_text(12), JSON_VALUES, max_size=3)).map(
         lambda t: {**t[0], "params": t[1]})
     return st.one_of(wrong_member, wrong_params, JSON_VALUES, st.binary(max_size=200), st.text(max_size=100))
 
@@ -129,9 +127,10 @@ def judge(case: Any, label: str, valid: bool, request: Any, answer: dict[str, An
     model.check(case, (game_id,) if type(game_id) is str else ())
 
 
-def fuzzer(endpoint: str):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     ws = Connection(endpoint)
-    strategy = st.one_of(st.tuples(st.just(True), valid_requests()), st.tuples(st.just(False), invalid_requests()))
+    strategy = st.one_of(st.tuples(st.just(True), valid_requests(seeded_ids)),
+                         st.tuples(st.just(False), invalid_requests(seeded_ids)))
 
     def execute(case: Any, tally: Tally, model: Model) -> None:
         valid, request = case

@@ -18,8 +18,10 @@ func Address() string {
 	return net.JoinHostPort(host, os.Getenv("PORT"))
 }
 
-// Setup loads the contract and opens the store, or exits saying why.
+// Setup loads the contract and opens the store, or exits saying why; it
+// starts the opt-in profiling endpoint too (profiling.go).
 func Setup() (*Contract, *Store) {
+	ServeProfiling()
 	contract, err := LoadContract()
 	if err != nil {
 		log.Fatal(err)

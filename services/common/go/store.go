@@ -30,6 +30,11 @@ type Store struct {
 	Contract *Contract
 	client   *mongo.Client
 	games    *mongo.Collection
+	// typed is the same collection for GetInto and ListInto, whose documents
+	// decode straight into a service's own structs by their json tags (the
+	// stored keys are the contract's field names, the json tags of the
+	// generated gRPC and gqlgen types).
+	typed *mongo.Collection
 }
 
 // TimeoutFromEnv is MONGODB_TIMEOUT_MS as a duration (default 5 s).
@@ -57,7 +62,9 @@ func NewStore(c *Contract) (*Store, error) {
 	if db == "" {
 		db = DefaultDB
 	}
-	return &Store{Contract: c, client: client, games: client.Database(db).Collection(Collection)}, nil
+	typed := options.Collection().SetBSONOptions(&options.BSONOptions{UseJSONStructTags: true})
+	return &Store{Contract: c, client: client, games: client.Database(db).Collection(Collection),
+		typed: client.Database(db).Collection(Collection, typed)}, nil
 }
 
 // Close disconnects from the database.
@@ -129,6 +136,41 @@ func (s *Store) List(ctx context.Context, limit, offset int64) ([]bson.D, error)
 		docs[i] = public(doc)
 	}
 	return docs, nil
+}
+
+// GetInto is Get decoding the stored game straight into dst, a pointer to a
+// struct whose bson or json tags name the stored keys ("_id" the id): no
+// generic bson.D to walk and convert afterwards (the profile of go_grpc's
+// fetch-100 put half its CPU there, profiling/). The same checks and errors as Get.
+func (s *Store) GetInto(ctx context.Context, id any, dst any) error {
+	gameID, err := s.Contract.CheckID(id)
+	if err != nil {
+		return err
+	}
+	if err := s.typed.FindOne(ctx, bson.D{{Key: "_id", Value: gameID}}).Decode(dst); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return Errorf(NotFound, "no game with id %s", pyRepr(gameID))
+		}
+		return databaseError(err)
+	}
+	return nil
+}
+
+// ListInto is List decoding the page straight into dst, a pointer to a slice
+// of such structs (or of pointers to them).
+func (s *Store) ListInto(ctx context.Context, limit, offset int64, dst any) error {
+	if err := s.Contract.CheckPage(limit, offset); err != nil {
+		return err
+	}
+	cursor, err := s.typed.Find(ctx, bson.D{},
+		options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetSkip(offset).SetLimit(limit))
+	if err != nil {
+		return databaseError(err)
+	}
+	if err := cursor.All(ctx, dst); err != nil {
+		return databaseError(err)
+	}
+	return nil
 }
 
 // Update replaces a game's fields.

@@ -28,25 +28,37 @@ func contractError(err error) error {
 	return &gqlerror.Error{Message: e.Message, Extensions: map[string]any{"code": e.Code}}
 }
 
+// stored is a stored game decoded straight into the generated model (its
+// json tags are the stored keys; the store's typed collection reads them).
+type stored struct {
+	ID          string `bson:"_id"`
+	*model.Game `bson:",inline"`
+}
+
+func (g stored) model() *model.Game {
+	g.Game.ID = g.ID
+	return g.Game
+}
+
 func (q *query) Game(ctx context.Context, id string) (*model.Game, error) {
-	doc, err := q.store.Get(ctx, id)
-	if err != nil {
+	var game stored
+	if err := q.store.GetInto(ctx, id, &game); err != nil {
 		return nil, contractError(err)
 	}
-	return gameOf(doc), nil
+	return game.model(), nil
 }
 
 func (q *query) Games(ctx context.Context, limit *int, offset *int) ([]*model.Game, error) {
 	if limit == nil || offset == nil { // an explicit null
 		return nil, contractError(common.Errorf(common.InvalidArgument, "limit and offset must be integers"))
 	}
-	docs, err := q.store.List(ctx, int64(*limit), int64(*offset))
-	if err != nil {
+	var docs []stored // cursor.All sizes it to the page
+	if err := q.store.ListInto(ctx, int64(*limit), int64(*offset), &docs); err != nil {
 		return nil, contractError(err)
 	}
 	games := make([]*model.Game, len(docs))
 	for i, doc := range docs {
-		games[i] = gameOf(doc)
+		games[i] = doc.model()
 	}
 	return games, nil
 }

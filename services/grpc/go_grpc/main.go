@@ -176,12 +176,24 @@ func (s *service) CreateGame(ctx context.Context, m *pb.Game) (*pb.Game, error) 
 	return s.message(doc), nil
 }
 
+// stored is a stored game decoded straight into the generated message (its
+// json tags are the stored keys; the store's typed collection reads them).
+type stored struct {
+	ID       string `bson:"_id"`
+	*pb.Game `bson:",inline"`
+}
+
+func (g stored) message() *pb.Game {
+	g.Game.Id = g.ID
+	return g.Game
+}
+
 func (s *service) GetGame(ctx context.Context, m *pb.GameId) (*pb.Game, error) {
-	doc, err := s.store.Get(ctx, m.Id)
-	if err != nil {
+	var game stored
+	if err := s.store.GetInto(ctx, m.Id, &game); err != nil {
 		return nil, s.fail(err)
 	}
-	return s.message(doc), nil
+	return game.message(), nil
 }
 
 func (s *service) ListGames(ctx context.Context, m *pb.ListGamesRequest) (*pb.GameList, error) {
@@ -189,13 +201,13 @@ func (s *service) ListGames(ctx context.Context, m *pb.ListGamesRequest) (*pb.Ga
 	if limit == 0 { // proto3's unset value: the default
 		limit = int64(s.contract.Limits.DefaultListLimit)
 	}
-	docs, err := s.store.List(ctx, limit, int64(m.Offset))
-	if err != nil {
+	var games []stored // cursor.All sizes it to the page
+	if err := s.store.ListInto(ctx, limit, int64(m.Offset), &games); err != nil {
 		return nil, s.fail(err)
 	}
-	list := &pb.GameList{Games: make([]*pb.Game, len(docs))}
-	for i, doc := range docs {
-		list.Games[i] = s.message(doc)
+	list := &pb.GameList{Games: make([]*pb.Game, len(games))}
+	for i, game := range games {
+		list.Games[i] = game.message()
 	}
 	return list, nil
 }

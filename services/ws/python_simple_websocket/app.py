@@ -35,7 +35,7 @@ CLOSE_WAIT_S = 1.0  # at most, for the close answer to be written (a peer not re
 app = Flask(__name__)
 store = Store()
 
-OPERATIONS = {
+HANDLERS = {
     "create": (("game",), lambda p: store.create(p["game"])),
     "get": (("id",), lambda p: store.get(p["id"])),
     "list": (("limit", "offset"), lambda p: store.list(
@@ -72,7 +72,7 @@ def handle(message: str | bytes, conn: Connection | None = None) -> dict[str, An
         if unknown:
             raise InvalidArgument(f"unknown request member {sorted(unknown)[0]!r}")
         op = request.get("op")
-        operations = OPERATIONS if conn is None else {**OPERATIONS, **push.operations(conn)}
+        operations = HANDLERS if conn is None else {**HANDLERS, **push.operations(conn)}
         if type(op) is not str or op not in operations:  # a list or object is no op (nor hashable)
             raise InvalidArgument(f"unknown op {op!r}: expected one of {sorted(operations)}")
         params = request.get("params", {})

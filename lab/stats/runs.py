@@ -2,14 +2,14 @@
 so that run-to-run noise is measured rather than guessed, and a slow spell of
 the machine cannot land on one mode only.
 
-    python -m lab.runs [--runs 3] [--modes native,docker] [-- extra pytest args]
+    python -m lab.stats.runs [--runs 3] [--modes native,docker] [-- extra pytest args]
     make bench-runs RUNS=3
-    python -m lab.runs --check A.json B.json C.json [--tolerance 0.03] [--spread 200]
+    python -m lab.stats.runs --check A.json B.json C.json [--tolerance 0.03] [--spread 200]
 
 --check compares saved runs without running anything: each implementation's
 ratio to direct per run, side by side, and its largest deviation from the
 middle run's ratio (the median of the runs); exit status 1 when one exceeds
-the tolerance. The ratio is the lab's paired one (lab/statistics.py: the
+the tolerance. The ratio is the lab's paired one (lab/stats/statistics.py: the
 median over cycles of the per-cycle ratio), recomputed from each run's rounds;
 `--statistic medians` checks the ratio of the two overall medians instead, and
 either way one line says how the other statistic fared. `--spread N` also
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import os
 import statistics
@@ -49,9 +48,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lab import results as lab_results
 from lab import settings
-from lab.compare import BENCHMARKS, OPERATIONS, load, read_run
-from lab.statistics import cycles_of, paired_ratios
+from lab.context import host_context
+from lab.stats.compare import BENCHMARKS, OPERATIONS, load, read_run
+from lab.stats.statistics import cycles_of, paired_ratios
 
 
 def run_once(mode: str, extra: list[str]) -> Path:
@@ -475,7 +476,7 @@ def _yardstick(op: str, medians: list[float | None]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.runs", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lab.stats.runs", description=__doc__.splitlines()[0])
     parser.add_argument("--check", nargs="+", type=Path, metavar="JSON",
                         help="compare saved runs' ratios to direct; run nothing")
     parser.add_argument("--tolerance", type=float, default=0.03)
@@ -521,11 +522,11 @@ def main(argv: list[str] | None = None) -> int:
     out = settings.RESULTS / f"runs-{stamp}.md"
     out.write_text(text)
     # What make report reads: the summary and the runs it came from.
-    (settings.RESULTS / "runs-latest.json").write_text(json.dumps({
+    lab_results.write("runs", "runs", host_context(), {
         "date": stamp, "modes": modes, "runs_per_mode": args.runs,
         "files": {m: [p.name for p in ps] for m, ps in files.items()},
         "contexts": {m: [r["context"] for r in rs] for m, rs in runs.items()},
-        "summary": summary}, indent=1))
+        "summary": summary})
     print(text)
     print(f"written to {out} and {settings.RESULTS / 'runs-latest.json'}")
     return 0

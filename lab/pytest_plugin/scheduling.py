@@ -1,85 +1,20 @@
-"""The pytest plugin of the lab (loaded by the root conftest.py): one lab per
-session, started and stopped here, and one connected client per implementation."""
+"""How make test's pytest-xdist workers share the tests out (part of the lab's
+pytest plugin, lab/pytest_plugin/): the host-wide tests on one worker, the
+tests marked `alone` with no other worker's test beside them."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
-import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-
-from clients.base import GameClient
-from lab import settings
-from lab.registry import CRUD_OPERATIONS, Implementation, discover, missing_line
-from lab.stack import Lab, running_lab
-
-
-def implementations(*operations: str, where: Callable[[Implementation], bool] = lambda impl: True) -> list[Any]:
-    """The implementations the lab runs here that serve all of `operations` and
-    satisfy `where`, as pytest parameters: a test is generated only where it
-    applies, so a skip says something is missing on this machine. Where every
-    implementation it applies to is left out (its toolchain is not installed),
-    one parameter, skipped, says which and how to get it."""
-    applies = [impl for impl in discover() if impl.serves(*operations) and where(impl)]
-    here = [impl for impl in applies if not impl.missing()]
-    if here or not applies:  # none in the repository at all: the test's own defect, pytest says so
-        return [pytest.param(impl.name, id=impl.name) for impl in here]
-    left_out = "; ".join(missing_line(impl) for impl in applies)
-    return [pytest.param(None, id="none-here", marks=pytest.mark.skip(reason=left_out))]
-
-
-# The CRUD suites' parameters: every implementation that serves CRUD (not the push-only ones).
-IMPLEMENTATIONS = implementations(*CRUD_OPERATIONS)
-LAB_KEY = pytest.StashKey[Lab]()
-
-
-def _terminate(signum: int, frame: object) -> None:
-    # A runner stopping pytest with SIGTERM still unwinds the fixtures, so
-    # the lab's processes are stopped.
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--lab-mode", choices=settings.MODES, default=os.environ.get("LAB_MODE", "native"),
-                     help="run against native processes or the Docker Compose stack (env LAB_MODE)")
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """The implementations left out here (their toolchain is missing): no test
-    is generated for them, so the run says so at its top."""
-    return [missing_line(impl) for impl in discover() if impl.missing()]
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    signal.signal(signal.SIGTERM, _terminate)
-    # Before any lab starts, here or in a test's own process: a test run keeps the
-    # database's files in memory, a measurement does not fsync at every commit (lab/settings.py).
-    if config.getoption("benchmark_only", False):
-        settings.measuring()
-    else:
-        settings.testing()
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
-    """The session's fixtures are torn down (the lab stops) even when another
-    plugin's sessionfinish fails before pytest's own teardown runs. pytest-benchmark
-    writes its JSON and says so first; to a closed pipe (Ctrl-C on `make bench |
-    tee log` stops tee as well) that raises BrokenPipeError, and pytest skipped the
-    teardown, then hung at exit on the clients' threads with every service up.
-    After pytest's own teardown there is nothing left to do here."""
-    try:
-        return (yield)
-    finally:
-        session._setupstate.teardown_exact(None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -100,6 +35,7 @@ ONE_WORKER = {
     "host": ("test_docker_mode.py", "test_dockerd.py", "test_capture_engine.py", "test_wire_capture.py",
              "test_faults.py"),
     "fuzz": ("test_fuzz.py",),
+    "profiling": ("test_profiling.py",),  # one profiling run (a module fixture) for all its tests
 }
 
 
@@ -117,6 +53,8 @@ def scope_of(nodeid: str, alone: frozenset[str] = frozenset()) -> str:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") not in ("load", "loadgroup", "loadscope"):
         return None  # --dist each/loadfile/worksteal: xdist's own
+    # Imported here: this hook runs only under pytest-xdist (make test), and a run
+    # without it (make bench) has no need of it.
     from xdist.scheduler import LoadScopeScheduling
 
     class OneWorkerGroups(LoadScopeScheduling):
@@ -241,41 +179,3 @@ def _turn(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     with _turn(item, nextitem):
         return (yield)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """A service that died during a test stops the run, saying which and why
-    (rather than every later test failing on a refused connection)."""
-    running = item.config.stash.get(LAB_KEY, None)
-    gone = running.exited() if running is not None else []
-    if gone:
-        pytest.exit("stopping the run: a service of the lab is gone: " + "; ".join(gone), returncode=3)
-
-
-@pytest.fixture(scope="session")
-def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
-    # Tests need change streams (the push feed `changes`); timings are taken without.
-    change_streams = not request.config.getoption("benchmark_only", False)
-    with running_lab(mode=request.config.getoption("--lab-mode"), change_streams=change_streams) as running:
-        request.config.stash[LAB_KEY] = running  # for the benchmark summary
-        yield running
-
-
-@pytest.fixture(scope="session")
-def _clients(lab: Lab) -> Iterator[dict[str, GameClient]]:
-    opened: dict[str, GameClient] = {}
-    yield opened
-    for client in opened.values():
-        client.close()
-
-
-@pytest.fixture(scope="session")
-def client_of(lab: Lab, _clients: dict[str, GameClient]):
-    """client_of(name) -> the session's connected client of that implementation
-    (or of "direct", the baseline), opened on first use."""
-    def get(name: str) -> GameClient:
-        if name not in _clients:
-            _clients[name] = lab.client(name)
-        return _clients[name]
-    return get

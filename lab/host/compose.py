@@ -3,7 +3,7 @@
     with running_stack() as lab:      # what lab.stack.running_lab yields for LAB_MODE=docker
         client = lab.client("rest/python_flask")
 
-`running_stack` ensures a Docker daemon (lab.dockerd: an answering one, else
+`running_stack` ensures a Docker daemon (lab.host.dockerd: an answering one, else
 a private one with --userland-proxy=false), chooses the images, builds the
 service images that are missing or out of date (one hash per implementation
 over its own inputs), starts compose.yaml under a unique project name with
@@ -24,12 +24,12 @@ docker/go (multi-stage), docker/node); images, by variable (README):
 A default that is not present locally while Docker Hub cannot be reached is
 replaced, with a line saying so, by the lab's local stand-in (protolab/python,
 protolab/golang, protolab/node, protolab/debian, protolab/secantusd), built by
-`python -m lab.dockerd images` (or on first use).
+`python -m lab.host.dockerd images` (or on first use).
 
 compose.yaml is generated from the manifests, so adding an implementation
 folder is enough:
-    python -m lab.compose write     # rewrite compose.yaml
-    python -m lab.compose check     # exit 1 if it is stale
+    python -m lab.host.compose write     # rewrite compose.yaml
+    python -m lab.host.compose check     # exit 1 if it is stale
 """
 
 from __future__ import annotations
@@ -54,10 +54,12 @@ from typing import Any
 
 from clients import check_health
 from clients.protocols import get as protocol_descriptor
-from lab import dockerd, interpreter, settings
+from lab import interpreter, settings
 from lab.database import Database, durability_text, external, mode_text, secantus_flags
+from lab.host import dockerd
 from lab.processes import free_ports
 from lab.registry import Implementation, discover, glob_files, select
+from lab.running import Lab
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
 MONGO_SERVICE = "mongo"
@@ -89,7 +91,7 @@ class Language:
     runs_build: bool = False                   # the Dockerfile runs the manifest's [build] (BUILD_COMMAND)
 
 
-# Adding a language: one entry, its Dockerfile, and its local stand-in images in lab.dockerd.
+# Adding a language: one entry, its Dockerfile, and its local stand-in images in lab.host.dockerd.
 LANGUAGES: dict[str, Language] = {
     "python": Language(
         "docker/python/Dockerfile",
@@ -146,7 +148,7 @@ def language_of(impl: Implementation) -> Language:
         return LANGUAGES[impl.language]
     except KeyError:
         raise SystemExit(f"{impl.name}: Docker mode has no Dockerfile for language {impl.language!r}; "
-                         f"add it to LANGUAGES in lab/compose.py (known: {', '.join(LANGUAGES)})") from None
+                         f"add it to LANGUAGES in lab/host/compose.py (known: {', '.join(LANGUAGES)})") from None
 
 
 def container_port(impl: Implementation) -> int:
@@ -188,7 +190,7 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
     impls = list(discover() if implementations is None else implementations)
     mongo_interval = f"${{LAB_MONGO_HEALTH_INTERVAL:-{MONGO_HEALTH_INTERVAL}}}"
     out = [
-        "# Generated from services/*/*/manifest.toml by `python -m lab.compose write`; do not edit.",
+        "# Generated from services/*/*/manifest.toml by `python -m lab.host.compose write`; do not edit.",
         "# Docker mode of the lab (LAB_MODE=docker) runs it under a unique project name",
         "# and sets the LAB_*_PORT variables to free ports; by hand, unset ports are",
         "# chosen by Docker:  docker-compose up -d && docker-compose ps",
@@ -594,11 +596,9 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
     change_streams: the database as natively (lab.database.database): a single-node
     replica set for tests (the push feed `changes`), standalone for measurements."""
     global _active
-    from lab.stack import Lab  # lab.stack imports this module only in Docker mode
-
     stale = stale_reason()
     if stale:
-        raise SystemExit(f"{stale}; regenerate it with: python -m lab.compose write")
+        raise SystemExit(f"{stale}; regenerate it with: python -m lab.host.compose write")
     implementations = select(names)
     reason = dockerd.docker_unavailable_reason()
     if reason:
@@ -669,7 +669,7 @@ def _stop_daemon(d: dockerd.Dockerd) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.compose", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lab.host.compose", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("write", help="write compose.yaml from the manifests")
     sub.add_parser("check", help="exit 1 if compose.yaml does not match the manifests")

@@ -8,8 +8,8 @@ bridges). The local images (stand-ins for the official ones, docker/images/)
 are built from Debian's mirror (debootstrap, then `docker import`) and from
 the host's own toolchains (Go, Node.js), with ordinary Dockerfiles.
 
-    python -m lab.dockerd images [--[no-]host-ca] [--only LAB_GO_IMAGE ...]  # install if needed, build, stop
-    python -m lab.dockerd info                      # the daemon's settings as JSON
+    python -m lab.host.dockerd images [--[no-]host-ca] [--only LAB_GO_IMAGE ...]  # install if needed, build, stop
+    python -m lab.host.dockerd info                      # the daemon's settings as JSON
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any, Self
 
 from lab.processes import die_with_parent
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker" / "images"
 
 PACKAGES = ("docker.io", "containerd", "runc", "iptables", "debootstrap", "docker-compose")
@@ -652,7 +652,7 @@ def build_node_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] | 
 
 def local_images() -> dict[str, str]:
     """The lab's local stand-in for each official image, by the variable that chooses it
-    (lab/compose.py)."""
+    (lab/host/compose.py)."""
     return {"LAB_PYTHON_IMAGE": PYTHON_IMAGE, "LAB_GO_IMAGE": golang_image(), "LAB_NODE_IMAGE": node_image(),
             "LAB_DEBIAN_IMAGE": BASE_IMAGE, "LAB_MONGO_IMAGE": SECANTUSD_IMAGE}
 
@@ -711,7 +711,7 @@ def build_images(d: Dockerd, host_ca: bool | None = None, only: list[str] | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.dockerd", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lab.host.dockerd", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     images = sub.add_parser("images", help="build the missing local images: protolab/debian, protolab/python, "
                             "protolab/golang, protolab/node, protolab/secantusd")

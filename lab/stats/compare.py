@@ -1,6 +1,6 @@
 """Native vs Docker, per operation, from two saved benchmark runs.
 
-    python -m lab.compare [--native results/benchmarks/native-latest.json]
+    python -m lab.stats.compare [--native results/benchmarks/native-latest.json]
                           [--docker results/benchmarks/docker-latest.json]
                           [--out results/native-vs-docker.md]
 
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lab import compose, settings
+from lab import settings
+from lab.host import compose
 
 BENCHMARKS = settings.RESULTS / "benchmarks"
 STATS = ("mean", "min", "max", "stddev", "median")
@@ -130,7 +131,7 @@ def report(native: dict[str, Any], docker: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.compare", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lab.stats.compare", description=__doc__.splitlines()[0])
     parser.add_argument("--native", type=Path, default=BENCHMARKS / "native-latest.json")
     parser.add_argument("--docker", type=Path, default=BENCHMARKS / "docker-latest.json")
     parser.add_argument("--out", type=Path, default=settings.RESULTS / "native-vs-docker.md")

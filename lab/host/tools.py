@@ -1,6 +1,6 @@
 """External programs the lab installs once into its cache and reuses.
 
-    from lab.tools import grpcurl
+    from lab.host.tools import grpcurl
     grpcurl()  # Path of the grpcurl binary, built with `go install` on first use
 
 Each is built from its own registry (here the Go module proxy) at a pinned

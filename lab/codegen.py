@@ -1,6 +1,8 @@
 """Regenerate the code generated from the contract (committed; tests check it is current).
+A build tool of the lab, not part of the contract: it builds protoc's Go plugins
+with lab.host.tools, and the contract imports nothing.
 
-Run: python -m contract.generate
+Run: python -m lab.codegen (the WSDL: python -m services.soap.python_spyne.wsdl)
 
 - Python: contract/games_pb2.py and games_pb2_grpc.py (grpcio-tools' protoc).
 - Go: services/common/go/gamespb/ (the same protoc with protoc-gen-go and
@@ -20,7 +22,9 @@ from pathlib import Path
 
 from grpc_tools import protoc
 
-ROOT = Path(__file__).resolve().parent.parent
+from lab.host.tools import go_install
+from lab.settings import ROOT
+
 GENERATED = ("games_pb2.py", "games_pb2_grpc.py")
 
 GO_PACKAGE = "protolab/services/common/go/gamespb"
@@ -46,8 +50,6 @@ def generate(out_dir: Path) -> dict[str, str]:
 
 def generate_go(out_dir: Path) -> dict[str, str]:
     """Run protoc with the Go plugins into out_dir; return {file name: text}."""
-    from lab.tools import go_install
-
     plugins = {name: go_install(module, version, name) for name, (module, version) in GO_PLUGINS.items()}
     mapping = f"Mcontract/games.proto={GO_PACKAGE}"
     status = protoc.main([
@@ -67,7 +69,7 @@ def main() -> int:
         for name, text in generate(Path(tmp)).items():
             (ROOT / "contract" / name).write_text(text)
     if shutil.which("go") is None:
-        print("contract.generate: Go not installed; the Go code was not regenerated", file=sys.stderr)
+        print("lab.codegen: Go not installed; the Go code was not regenerated", file=sys.stderr)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         GO_DIR.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,7 @@
-"""Print the SOAP service's WSDL into contract/games.wsdl: python -m contract.wsdl
-(tests/test_contract.py fails when the file is stale)."""
+"""Print this SOAP service's WSDL into contract/games.wsdl:
+python -m services.soap.python_spyne.wsdl (tests/test_contract.py fails when
+the file is stale). Here, not in contract/: the contract imports nothing, and
+the WSDL is what spyne makes of this service."""
 
 from __future__ import annotations
 
@@ -8,16 +10,18 @@ from pathlib import Path
 
 from lxml import etree
 
-WSDL = Path(__file__).parent / "games.wsdl"
+import contract
+
+WSDL = Path(contract.__file__).resolve().parent / "games.wsdl"
 ADDRESS = "http://127.0.0.1:8000/soap"  # clients set their own (zeep create_service)
 
 
 def wsdl() -> bytes:
     from spyne.interface.wsdl import Wsdl11
 
-    # The app makes its store at import; it is never contacted here. The
-    # variable is set only for the import: left set, it would point every
-    # later lab of the same process at this address.
+    # Imported here, not at the top: the app makes its store at import (never
+    # contacted here) from MONGODB_URI, which is set only for the import: left
+    # set, it would point every later lab of the same process at this address.
     previous = os.environ.get("MONGODB_URI")
     os.environ.setdefault("MONGODB_URI", "mongodb://127.0.0.1:9/?directConnection=true")
     try:
