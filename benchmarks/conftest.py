@@ -167,7 +167,7 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
     pct = f"{ranking['confidence'] * 100:g} %"
     lines = [f"ranking ({pct} CIs, ratios paired by cycle, bootstrap over {ranking['cycles']} cycles"
              f"{resampled_in_runs(ranking)}; "
-             f"'<' only where the CI of the ratio excludes 1): {ranking['chain']}"]
+             f"'=' within a group the CIs cannot tell apart, '<' between groups): {ranking['chain']}"]
     by_pair = {(p["a"], p["b"]): p for p in ranking["pairs"]}
     for a, b in zip(ranking["order"], ranking["order"][1:], strict=False):
         lines.append("  " + by_pair[(a, b)]["text"])

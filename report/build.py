@@ -16,6 +16,7 @@ from report import confidence, fernando, figures, grouping, published, wire_stud
 from report import load as load_report
 from report import profiles as profiles_report
 from report import push as push_report
+from report import summary as run_summary
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
 
@@ -391,6 +392,7 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
                   + (", ".join(f"`{p.relative_to(inputs.results_dir.parent)}`" if p.is_relative_to(
                       inputs.results_dir.parent) else f"`{p}`" for p in inputs.sources) or "no saved results")
                   + f" by `python -m report`. Compared with {study['citation']['text']}.", "note"))
+    run_summary.section(page, inputs)
     gaps = missing_section(page, inputs, discovered)
     context_section(page, inputs, head)
     latency_section(page, inputs)

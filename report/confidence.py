@@ -65,8 +65,9 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
                   "that resamples whole cycles in runs of consecutive cycles (the machine's spells outlast a "
                   "cycle; benchmarks/README.md, \"Intervals in runs of cycles\"). It covers one run's noise, not the "
                   "machine's from one run to the next: `make bench-runs` measures that. The ranking "
-                  "says `a < b` only where that interval excludes 1, and `a ~ b` (no significant "
-                  "difference) otherwise; neighbours in median order are joined that way."))
+                  "reads as one order: implementations by their paired ratio to direct, in groups the "
+                  "intervals cannot tell apart (`a = b`: every pair's interval in the group includes 1), "
+                  "`<` between groups (each group is slower than a member of the one before)."))
     out: list[str] = []
     for mode in MODES:
         run = inputs.runs.get(mode)

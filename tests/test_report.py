@@ -342,7 +342,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     check = [e for e in errors if e.get("params", {}).get("args", [{}])[0].get("value") == "self-check"]
     assert check, "the console self-check was not seen"
     assert not [e for e in errors if e not in check], errors
-    assert found["headings"][:3] == ["What is missing", "Context", "Latency per operation"]
+    assert found["headings"][:4] == ["What the run found", "What is missing", "Context", "Latency per operation"]
     assert "Bytes on the wire" in found["headings"] and "The study beside the lab" in found["headings"]
     tables = {t["id"]: t for t in found["tables"]}
     subjects = len(NAMES) + 1
@@ -382,5 +382,8 @@ def test_report_shows_rankings_with_confidence_the_cpu_split_and_the_noise_guard
     assert f"native, insert: {chain}" in summary["confidence"]
     assert "÷ direct, paired by cycle [99 % CI]" in md and "no significant difference" not in chain
     assert "client CPU" in md and "insert, native mode: wall time per operation split" in md
-    assert html.count("<svg") == 4 + 3  # + one CPU figure per operation
+    # + one CPU figure per operation, and the opening's summary figure (the run has rankings)
+    assert html.count("<svg") == 4 + 3 + 1
+    opening = md.split("## What the run found", 1)[1].split("\n## ", 1)[0]
+    assert "× direct" in opening and "groups in one order" in opening, opening[:800]
     assert "**flagged**" in md and "calibration moved +33%" in md

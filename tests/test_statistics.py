@@ -78,8 +78,22 @@ def test_equal_subjects_are_not_ranked():
     result = rank(data, block=10, baseline=None, resamples=500)
     assert result["pairs"][0]["relation"] == "~"
     assert "no significant difference" in result["pairs"][0]["text"]
-    assert result["chain"] in ("a ~ b", "b ~ a")
+    assert result["chain"] in ("a = b", "b = a") and len(result["tiers"]) == 1
     assert result["to_baseline"] == {}
+
+
+def test_a_ranking_reads_as_one_order_of_groups():
+    """Where the intervals give no total order (a ~ b, b ~ c, but a < c), the
+    ranking says which groups are indistinguishable instead of a chain a reader
+    cannot use (a ~ b ~ c with a < c)."""
+    pairs = {("a", "b"): {"relation": "~"}, ("b", "c"): {"relation": "~"}, ("a", "c"): {"relation": "<"},
+             ("a", "d"): {"relation": "<"}, ("b", "d"): {"relation": "<"}, ("c", "d"): {"relation": "~"}}
+    from lab.stats.statistics import tiers, tiers_text
+    groups = tiers(["a", "b", "c", "d"], pairs)
+    assert groups == [["a", "b"], ["c", "d"]]
+    assert tiers_text(groups) == "a = b < c = d"
+    # every pair within a group is indistinguishable; no '>' or '~' in the text
+    assert ">" not in tiers_text(groups) and "~" not in tiers_text(groups)
 
 
 def test_pairing_by_cycle_cancels_slow_spells_shared_by_all_subjects():

@@ -163,9 +163,10 @@ def rank(data: dict[str, list[float]], block: int | dict[str, int], baseline: st
     data: {subject: per-round times in the order taken, cycle-major (block rounds per cycle;
     a {subject: rounds per cycle} where subjects differ, as the oversampled baseline does)}.
     Returns {"confidence", "statistic", "to_baseline": {subject: {ratio, ci}}, "pairs": [compare(...)],
-    "order": [subjects by median], "chain": "a < b ~ c"}. In the chain, each
-    neighbour in median order is joined by its relation: "<" (or ">") when the
-    interval of their ratio excludes 1, "~" when it does not."""
+    "order": [subjects by median], "tiers": [[...], ...], "chain": "a < b = c"}. The
+    chain reads as one order: subjects by their paired ratio to the baseline, in
+    groups the intervals cannot tell apart ("=" within a group, "<" between
+    groups; see tiers())."""
     groups = {name: cycles_of(values, block if isinstance(block, int) else block[name])
               for name, values in data.items()}
     groups = {name: g for name, g in groups.items() if g}
@@ -186,8 +187,43 @@ def rank(data: dict[str, list[float]], block: int | dict[str, int], baseline: st
             ratio, interval = boot.ratio(a, b)
             out["pairs"].append(compare(a, b, ratio, interval, confidence))
     by_pair = {(p["a"], p["b"]): p for p in out["pairs"]}
-    chain = order[:1]
-    for prev, name in zip(order, order[1:], strict=False):
-        chain += [by_pair[(prev, name)]["relation"], name]
-    out["chain"] = " ".join(chain)
+    out["tiers"] = tiers(out["ranked"] if "ranked" in out else _ranked(order, out), by_pair)
+    out["chain"] = tiers_text(out["tiers"])
     return out
+
+
+def _ranked(order: list[str], out: dict) -> list[str]:
+    """One order: by the paired ratio to the baseline where there is one (so the
+    order and the ratios read alike), else by median."""
+    to_base = out["to_baseline"]
+    if not to_base:
+        return order
+    return sorted(order, key=lambda n: (0.0, 0) if n not in to_base else (to_base[n]["ratio"], 1))
+
+
+def _relation(by_pair: dict, a: str, b: str) -> str:
+    """a's relation to b ("<", ">" or "~"), whichever way round the pair was compared."""
+    if (a, b) in by_pair:
+        return by_pair[(a, b)]["relation"]
+    return {"<": ">", ">": "<", "~": "~"}[by_pair[(b, a)]["relation"]]
+
+
+def tiers(ranked: list[str], by_pair: dict) -> list[list[str]]:
+    """The ranking as one order of groups: walking the order, a subject joins the
+    current group when the data tell it from none of the group's members (every
+    pair's interval includes 1), else it begins the next group. Within a group
+    no two are distinguishable; each group's first is told apart from a member of
+    the group before."""
+    out: list[list[str]] = []
+    for name in ranked:
+        if out and all(_relation(by_pair, member, name) == "~" for member in out[-1]):
+            out[-1].append(name)
+        else:
+            out.append([name])
+    return out
+
+
+def tiers_text(groups: list[list[str]]) -> str:
+    """"a < b = c < d": '<' between groups the intervals separate, '=' within
+    a group the intervals cannot tell apart."""
+    return " < ".join(" = ".join(group) for group in groups)
