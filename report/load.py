@@ -172,6 +172,9 @@ def crosscheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
             answered = f"{cell['answered']:,}" + (f" ({failed} failed)" if failed else "")
             rows.append([op, name, cell["client"], _f(outside), _f(py), ratio, answered])
     ctx = c.get("context", {}).get("crosscheck", {})
+    loads = [x for per in c["results"].values() for cell in per.values() for x in cell.get("load_average_1m", [])]
+    machine = (f" The machine's 1-minute load average over the runs: {min(loads):.1f}–{max(loads):.1f} "
+               "(two cores: its other work slows the figures, and not evenly)." if loads else "")
     page.add(Table(["operation", "implementation", "outside client", "its median µs", "Python client median µs",
                     "Python ÷ outside", "calls timed"], rows,
                    "The latency suite's operations, database state and game, one call at a time, from the "
@@ -182,7 +185,7 @@ def crosscheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
                    "The outside clients send the request already encoded (the Python client encodes it on "
                    "every call; gRPC's and socket.io's libraries encode theirs). Where the Python client's "
                    "median is well above the outside client's, that much of the protocol's figure in the "
-                   "latency tables is the Python client library."
+                   "latency tables is the Python client library." + machine
                    + ("" if bench else " The Python client's medians: not measured (`make bench`)."),
                    "crosscheck-table"))
 

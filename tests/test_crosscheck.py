@@ -5,6 +5,7 @@ what the lab's Python client sends. No timing decides a test."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,3 +181,16 @@ def test_warms_a_service_by_its_manifests_count_through_the_python_client(lab, s
     assert games.count_documents({}) == made
     prepare(lab, "insert")
     assert games.count_documents({}) == 0
+
+
+def test_every_cross_check_client_has_its_manifest_and_plan():
+    for protocol in CROSSCHECKED:
+        client = crosscheck.client_build(protocol)
+        assert client.build_command and "{plan}" in client.command, protocol.name
+        assert callable(protocol.crosscheck_plan_function())
+
+
+def test_the_driver_names_no_protocol():
+    source = Path(crosscheck.__file__).read_text()
+    named = [p for p in PROTOCOLS if f'"{p}"' in source or f"'{p}'" in source]
+    assert not named, f"load/crosscheck.py names {named}: read the descriptors instead"

@@ -55,12 +55,14 @@ def _cell(median: int, client: str = "Go net/http go1.26.8", errors: dict | None
 
 def test_the_cross_check_is_shown_without_a_sweep(tmp_path):
     _write(tmp_path, "crosscheck", {"context": {"crosscheck": {"warmup": 100}},
-                                    "results": {"fetch-one": {"rest/python_flask": _cell(900)}}})
+                                    "results": {"fetch-one": {"rest/python_flask": {
+                                        **_cell(900), "load_average_1m": [1.25, 3.5]}}}})
     _latency(tmp_path, {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}})
     text = render(tmp_path)
     assert "run `make load`" in text
     assert "| fetch-one | rest/python_flask | Go net/http go1.26.8 | 900 | 1,800 | 2.00 | 1,000 |" in text
     assert "not measured (`make bench`)" not in text
+    assert "1-minute load average over the runs: 1.2–3.5" in text
 
 
 def test_the_cross_check_without_the_latency_suite_says_so(tmp_path):
