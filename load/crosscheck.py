@@ -32,8 +32,6 @@ import time
 import tomllib
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
-
 from clients.base import CALL_TIMEOUT, OperationClient
 from clients.protocols import PROTOCOLS, Protocol
 from lab import settings, workload
@@ -41,6 +39,7 @@ from lab.context import run_context
 from lab.registry import Implementation, select
 from lab.resources import cpu_seconds
 from lab.stack import Lab, running_lab
+from load import histograms
 from load.common import prepare, write
 
 # The latency suite's operations (the workload table's): its medians stand beside these.
@@ -50,9 +49,6 @@ WARMUP = 100   # the outside client's own untimed calls first (its connection, i
 # A client stops after 10 failed calls (clients/internal/crosscheck MaxErrors), each bounded by
 # CALL_TIMEOUT; its whole run by this.
 RUN_TIMEOUT_S = 900.0
-# Histogram range: 1 µs to 5 minutes, 3 significant digits (as the load runs').
-LOWEST_US, HIGHEST_US, DIGITS = 1, 300_000_000, 3
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99_9": 99.9}
 
 
 # --- what is sent ----------------------------------------------------------------
@@ -125,17 +121,27 @@ def run_client(client: Implementation, the_plan: dict[str, Any], pids: dict[str,
 
 def latency_summary(samples_ns: list[int]) -> dict[str, Any]:
     """p50, p90, p99, p99.9, max, mean and σ in µs, from an HDR histogram of the samples."""
-    histogram = HdrHistogram(LOWEST_US, HIGHEST_US, DIGITS)
+    histogram = histograms.new_histogram()
     for ns in samples_ns:
-        histogram.record_value(max(LOWEST_US, round(ns / 1000)))
-    if histogram.get_total_count() == 0:
-        return {**{k: None for k in PERCENTILES}, "max": None, "mean": None, "stddev": None, "count": 0}
-    out: dict[str, Any] = {k: histogram.get_value_at_percentile(q) for k, q in PERCENTILES.items()}
-    out["max"] = histogram.get_max_value()
-    out["mean"] = round(histogram.get_mean_value(), 1)
-    out["stddev"] = round(histogram.get_stddev(), 1)
-    out["count"] = histogram.get_total_count()
-    return out
+        histograms.record_ns(histogram, ns)
+    return histograms.latency_summary(histogram)
+
+
+def python_block(lab: Lab, impl: Implementation, operation: str, calls: int) -> list[int]:
+    """`calls` timed calls of the lab's Python client (the latency suite's), ns each,
+    on one connection opened before timing."""
+    client = lab.client(impl.name)
+    try:
+        call = workload.get(operation).call(client)
+        call()  # the connection open and warm, as the outside client's warm-up calls do
+        out = []
+        for _ in range(calls):
+            t0 = time.perf_counter_ns()
+            call()
+            out.append(time.perf_counter_ns() - t0)
+        return out
+    finally:
+        client.close()
 
 
 def warm(lab: Lab, impl: Implementation, operation: str, max_s: float | None = None) -> int | None:
@@ -169,10 +175,21 @@ def measure(lab: Lab, impl: Implementation, operation: str, calls: int = CALLS, 
     if lab.database.pid:
         pids["database"] = lab.database.pid
     load_before = os.getloadavg()[0]  # the machine's other work: neighbours' runs share its two cores
+    # The lab's Python client in the same cell, half its calls before the outside
+    # client's run and half after (A B A), so both meet the machine in the same
+    # condition: the ratio of their medians is the client's share, not the hour's.
+    python = python_block(lab, impl, operation, calls // 2)
+    prepare(lab, operation)
     out = run_client(client, plan(protocol, lab.endpoints[impl.name], operation, calls, warmup), pids)
+    prepare(lab, operation)
+    python += python_block(lab, impl, operation, calls - calls // 2)
     made = warmup + calls
+    py = latency_summary(python)
+    outside = latency_summary(out["samples_ns"])
     return {"client": f"{out['library']} {out['version']}", "library": out["library"], "version": out["version"],
-            "language": client.language, "latency_us": latency_summary(out["samples_ns"]),
+            "language": client.language, "latency_us": outside,
+            "python_client_latency_us": py,
+            "python_over_outside": (round(py["p50"] / outside["p50"], 3) if py["p50"] and outside["p50"] else None),
             "calls": calls, "warmup": warmup, "answered": len(out["samples_ns"]), "errors": out["errors"],
             "first_error": out.get("first_error"), "request_sha256": out["request_sha256"],
             "request_bytes": out["request_bytes"], "service_warmup_calls": warmed,

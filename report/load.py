@@ -166,8 +166,11 @@ def crosscheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
     for op, per in c["results"].items():
         for name, cell in per.items():
             outside = cell["latency_us"]["p50"]
-            py = python.get(op, {}).get(name, {}).get("median")
-            ratio = f"{py / outside:.2f}" if py and outside else "–"
+            same_cell = (cell.get("python_client_latency_us") or {}).get("p50")
+            # the Python client timed in the same cell (around the outside client's run) where the
+            # file has it; else the latency suite's median, from another hour of the machine
+            py = same_cell or python.get(op, {}).get(name, {}).get("median")
+            ratio = (f"{py / outside:.2f}" + ("" if same_cell else " (suite)")) if py and outside else "–"
             failed = sum(cell.get("errors", {}).values())
             answered = f"{cell['answered']:,}" + (f" ({failed} failed)" if failed else "")
             rows.append([op, name, cell["client"], _f(outside), _f(py), ratio, answered])
@@ -185,8 +188,13 @@ def crosscheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
                    "The outside clients send the request already encoded (the Python client encodes it on "
                    "every call; gRPC's and socket.io's libraries encode theirs). Where the Python client's "
                    "median is well above the outside client's, that much of the protocol's figure in the "
-                   "latency tables is the Python client library." + machine
-                   + ("" if bench else " The Python client's medians: not measured (`make bench`)."),
+                   "latency tables is the Python client library. The Python client is timed in the same cell, "
+                   "half its calls before the outside client's run and half after, so both meet the machine "
+                   "alike; \"(suite)\": a file without that, the latency suite's median instead (another hour "
+                   "of the machine: not comparable on a shared one)." + machine
+                   + ("" if bench or any(cell.get("python_client_latency_us") for per in c["results"].values()
+                                         for cell in per.values())
+                      else " The Python client's medians: not measured (`make bench`)."),
                    "crosscheck-table"))
 
 

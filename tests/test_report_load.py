@@ -60,7 +60,7 @@ def test_the_cross_check_is_shown_without_a_sweep(tmp_path):
     _latency(tmp_path, {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}})
     text = render(tmp_path)
     assert "run `make load`" in text
-    assert "| fetch-one | rest/python_flask | Go net/http go1.26.8 | 900 | 1,800 | 2.00 | 1,000 |" in text
+    assert "| fetch-one | rest/python_flask | Go net/http go1.26.8 | 900 | 1,800 | 2.00 (suite) | 1,000 |" in text
     assert "not measured (`make bench`)" not in text
     assert "1-minute load average over the runs: 1.2–3.5" in text
 
@@ -71,6 +71,14 @@ def test_the_cross_check_without_the_latency_suite_says_so(tmp_path):
     text = render(tmp_path)
     assert "| insert | socketio/node_socketio | socket.io-client 4.8.4 | 700 | – | – | 998 (2 failed) |" in text
     assert "The Python client's medians: not measured (`make bench`)." in text
+
+
+def test_the_cross_check_prefers_the_python_client_timed_in_the_same_cell(tmp_path):
+    cell = {**_cell(900), "python_client_latency_us": {"p50": 2700}}
+    _write(tmp_path, "crosscheck", {"results": {"fetch-one": {"rest/python_flask": cell}}})
+    _latency(tmp_path, {"results": {"fetch-one": {"rest/python_flask": {"median": 1800.0}}}})
+    text = render(tmp_path)
+    assert "| fetch-one | rest/python_flask | Go net/http go1.26.8 | 900 | 2,700 | 3.00 | 1,000 |" in text
 
 
 def test_no_cross_check_names_its_command(tmp_path):
