@@ -48,13 +48,15 @@ class Plan:
     duration_s: float = 3.0
     calls: int = 0
     timeout_s: float = 10.0
+    connect_s: float = 10.0    # messaging: the window waits this long at most for every connection
 
     def argv(self, result: Path) -> list[str]:
         return ["--lab-impl", self.implementation, "--lab-operation", self.operation,
                 "--lab-model", self.model, "--lab-rate", f"{self.rate:g}",
                 "--lab-warmup", f"{self.warmup_s:g}", "--lab-steady", f"{self.steady_s:g}",
                 "--lab-duration", f"{self.duration_s:g}", "--lab-calls", str(self.calls),
-                "--lab-timeout", f"{self.timeout_s:g}", "--lab-result", str(result)]
+                "--lab-timeout", f"{self.timeout_s:g}", "--lab-connect-s", f"{self.connect_s:g}",
+                "--lab-result", str(result)]
 
     def targets(self) -> str:
         return json.dumps({self.implementation: {"protocol": self.protocol, "endpoint": self.endpoint}})

@@ -115,6 +115,8 @@ def _arguments(parser: Any) -> None:
     parser.add_argument("--lab-rate", type=float, default=0.0, help="open model: requests/s over all users")
     parser.add_argument("--lab-warmup", type=float, default=0.5, help="s from the first answer to the window")
     parser.add_argument("--lab-steady", type=float, default=2.0, help="the steady window, s")
+    parser.add_argument("--lab-connect-s", type=float, default=10.0, include_in_web_ui=False,
+                        help="messaging: the window waits this long at most for every user's connection")
     parser.add_argument("--lab-duration", type=float, default=0.0, include_in_web_ui=False,
                         help="stop the test after this many s (0: when stopped, e.g. from the web UI)")
     parser.add_argument("--lab-calls", type=int, default=0, include_in_web_ui=False,
@@ -196,7 +198,11 @@ class Recorder:
             return
         if now_ns < self.first_answer_ns + int(o.lab_warmup * 1e9):
             return
-        if self.messaging and self.connected < self.expected_users(environment):
+        # Messaging: not before every user holds its connection, but no later than
+        # --lab-connect-s after the first answer (a user still connecting then is
+        # counted out, and the run says how many held one: the invalid-run rule).
+        connecting = self.messaging and self.connected < self.expected_users(environment)
+        if connecting and now_ns < self.first_answer_ns + int((o.lab_warmup + o.lab_connect_s) * 1e9):
             return
         self.window_ns = (now_ns, now_ns + int(o.lab_steady * 1e9))
 

@@ -109,7 +109,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     duration = (calls is None) * (warmup + steady + connect_allowance + SLACK_S)
     plan = Plan(impl.name, impl.protocol, endpoint(lab, impl, s), operation=s.operation, model=model,
                 users=clients, rate=rate or 0.0, warmup_s=warmup, steady_s=steady,
-                duration_s=duration or 0.0, calls=calls or 0)
+                duration_s=duration or 0.0, calls=calls or 0, connect_s=max(1.0, connect_allowance))
     pinning = s.pinning
     pids = {impl.name: lab.pids[impl.name]}
     if lab.database.pid:
@@ -222,6 +222,8 @@ def _row(impl: Implementation, s: Settings, plan: Plan, result: dict[str, Any], 
     reasons = judge(plan.model, plan.users, m["ops"], generator_cpu, generator_cores, failures,
                     wake_lag_p99_us=wake["p99"] if wake else None,
                     windows_missing=m["windows_missing"], calls=plan.calls)
+    if protocol(impl.protocol).messaging and not plan.calls and m["users_connected"] < plan.users:
+        reasons.append(f"{m['users_connected']} of {plan.users} users held a connection in the window")
     latency = histograms.latency_summary(m["latency"])
     return {
         "implementation": impl.name, "protocol": impl.protocol, "operation": s.operation,
