@@ -1,6 +1,8 @@
-"""The report's push section (report/push.py) from a small real result file:
+"""The report's push section (report/push.py) and the push studies' sections
+(studies/timeplus, studies/pathan) from a small real result file:
 tests/data/push-quick.json is `python -m load.push --quick --impl
-sse/go_nethttp ws/go_gorilla` as measured on the lab's machine."""
+sse/go_nethttp ws/go_gorilla` (now `python -m studies push`) as measured on
+the lab's machine."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import shutil
 from pathlib import Path
 
 from report import push as push_report
+from report.inputs import Inputs
 from report.page import Page, to_markdown
+from studies import get
 
 RESULT = Path(__file__).parent / "data" / "push-quick.json"
 CAPTURE = Path(__file__).parent / "data" / "push-capture.json"
@@ -18,6 +22,8 @@ CAPTURE = Path(__file__).parent / "data" / "push-capture.json"
 def render(results: Path) -> str:
     page = Page("t")
     push_report.section(page, results)
+    for study in ("timeplus", "pathan"):
+        get(study).report().section(page, Inputs(results))
     return to_markdown(page, results / "figs", "figs")
 
 
@@ -26,7 +32,7 @@ def _row(text: str, *starts: str) -> str:
 
 
 def test_missing_result_names_the_command(tmp_path):
-    assert "run `python -m load.push`" in render(tmp_path)
+    assert "run `python -m studies push`" in render(tmp_path)
 
 
 def test_timeplus_and_pathan_beside_the_lab(tmp_path):
@@ -74,7 +80,7 @@ def test_bytes_per_pushed_event_from_make_capture(tmp_path):
     shutil.copy(CAPTURE, tmp_path / "capture" / "push-latest.json")
     data = json.loads(CAPTURE.read_text())
     text = render(tmp_path)
-    assert "run `python -m load.push`" in text  # no load result: the wire table still shows
+    assert "run `python -m studies push`" in text  # no load result: the wire table still shows
     for r1 in (r for r in data["rows"] if r["batch"] == 1):
         r50 = next(r for r in data["rows"] if (r["implementation"], r["transport"], r["batch"])
                    == (r1["implementation"], r1["transport"], 50))
