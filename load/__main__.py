@@ -63,8 +63,13 @@ def _result_name(name: str) -> str:
     return name
 
 
+def run(args: argparse.Namespace) -> int:
+    """protolab load (lab/cli.py) with its arguments parsed."""
+    return sweep.run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
-    return sweep.run(parser().parse_args(argv))
+    return run(parser().parse_args(argv))
 
 
 if __name__ == "__main__":
