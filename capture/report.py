@@ -12,8 +12,8 @@ from capture.wire import DIRECTIONS, PHASES
 from clients.protocols import label
 from lab import results as lab_results
 from lab.registry import study_column
-from report.published import study_bytes as published_bytes
 from studies import get as get_study
+from studies.published import study_bytes as published_bytes
 
 STUDY = ("Kamiński et al., \"Comparative review of selected Internet communication "
          "protocols\", FCDS 2023 (arXiv 2212.07475), Table 7: bytes per operation, "

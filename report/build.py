@@ -11,7 +11,6 @@ from capture import report as capture_report
 from clients.protocols import label
 from lab import compare, compose
 from lab import runs as bench_runs
-from lab.registry import study_column
 from report import confidence, figures, grouping
 from report import load as load_report
 from report import profiles as profiles_report
@@ -19,32 +18,15 @@ from report import push as push_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
 from studies import STUDIES, Study
+from studies.common import n0, ratio
 
 STATS = ("mean", "min", "max", "stddev", "median", "p95", "p99")
 STAT_HEAD = {"stddev": "σ"}
 
 
-def n0(x: float | None) -> str:
-    return "–" if x is None else f"{x:,.0f}"
-
-
-def ratio(x: float | None, base: float | None) -> str:
-    return "–" if not x or not base else f"{x / base:.2f}"
-
-
 def rounds_text(rows: dict[str, Any]) -> str:
     counts = sorted({int(r["rounds"]) for r in rows.values()})
     return "–" if not counts else str(counts[0]) if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,}"
-
-
-def first_of_each_protocol(inputs: Inputs, names: list[str]) -> dict[str, str]:
-    """Protocol -> the implementation set beside the study (lab.registry.study_column;
-    names no longer discovered: the first of their protocol)."""
-    out = study_column([n for n in names if n != "direct"])
-    for name in names:
-        if name != "direct":
-            out.setdefault(inputs.protocol_of(name), name)
-    return out
 
 
 # -- sections ---------------------------------------------------------------

@@ -14,24 +14,10 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from lab import results
 from load import summary
 from report.figures import _svg
 from report.page import Figure, Heading, Page, Para, Table
-
-
-def read_json(path: Path, kind: str, page: Page | None = None) -> dict[str, Any] | None:
-    """A saved result file of `kind` (through lab/results.py), or None when it is
-    missing or unreadable (the section says "not measured"); with `page`, a file
-    that is not such a result says why on the page."""
-    try:
-        return results.read(path, kind)
-    except OSError:
-        return None
-    except results.ResultError as exc:
-        if page is not None:
-            page.add(Para(f"`{path.name}` left out: {exc}", "missing"))
-        return None
+from studies.common import read_json
 
 
 def section(page: Page, results_dir: Path) -> list[str]:

@@ -10,28 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from report.load import read_json
 from report.page import Bullets, Heading, Page, Para, Table
-
-LABELS = {"sse-h1": "SSE h1", "sse-h2c": "SSE h2c", "ws": "WS", "poll": "polling"}
-
-
-def _eps(x: float) -> str:
-    return f"{x / 1e6:.2f} M" if x >= 1e6 else f"{x / 1e3:,.0f} k" if x >= 1e4 else f"{x:,.0f}"
-
-
-def _series(rows: list[dict[str, Any]], scenario: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        if r["scenario"] == scenario:
-            out.setdefault((r["implementation"], r["transport"]), []).append(r)
-    return out
-
-
-def _cell(r: dict[str, Any]) -> str:
-    mark = "*" if r.get("client_bound") else ""
-    errors = f", {r['errors']} err" if r.get("errors") else ""
-    return f"{_eps(r['events_per_s'])}{mark} ({r['client_cpu_percent']:.0f} / {r['server_cpu_percent']:.0f} %{errors})"
+from studies.common import read_json
 
 
 def section(page: Page, results_dir: Path) -> list[str]:
@@ -62,10 +42,6 @@ def load_runs(page: Page, data: dict[str, Any]) -> None:
         f". The run took {ctx.get('seconds', 0):.0f} s; the machine's 1-minute load average was "
         f"{load0[0]:.1f} at its start and {load1[0]:.1f} at its end" +
         (" (quick run: short windows)" if ctx.get("quick") else "") + "."))
-
-
-def _opt(x: float | None) -> str:
-    return "–" if x is None else _eps(x)
 
 
 def wire(page: Page, data: dict[str, Any] | None) -> None:

@@ -27,9 +27,9 @@ from lab.processes import Process
 from lab.registry import discover
 from lab.runs import summarize as runs_summary
 from lab.statistics import summarize
-from report import published
 from report.__main__ import write
 from studies import get as get_study
+from studies import published
 
 SEED = settings.ROOT.parent / "shared" / "seeds" / "003_efaeaf185f57235e.txt"
 IMPLS = [i for i in discover() if i.serves("get")]  # what make bench measures

@@ -14,6 +14,7 @@ from report import push as push_report
 from report.inputs import Inputs
 from report.page import Page, to_markdown
 from studies import get
+from studies.common import eps
 
 RESULT = Path(__file__).parent / "data" / "push-quick.json"
 CAPTURE = Path(__file__).parent / "data" / "push-capture.json"
@@ -51,7 +52,7 @@ def test_timeplus_and_pathan_beside_the_lab(tmp_path):
     assert "| offered |  | 10 k | 500 k | 4.00 M |" in text  # 10 subscriptions × batch × 1,000/s
     for r in (r for r in data["rows"] if r["scenario"].startswith("timeplus")):  # a run's errors in its cell
         mark = "*" if r["client_bound"] else ""
-        cell = (f"{push_report._eps(r['events_per_s'])}{mark} "
+        cell = (f"{eps(r['events_per_s'])}{mark} "
                 f"({r['client_cpu_percent']:.0f} / {r['server_cpu_percent']:.0f} %")
         assert (cell + f", {r['errors']} err)" if r["errors"] else cell + ")") in text
     # Timeplus's figures from its text, beside the lab's best

@@ -124,3 +124,19 @@ def test_default_implementations_come_from_manifest_fields(study, expected, monk
     scenario = studies.get(study).scenario()
     monkeypatch.setattr(scenario, "select", lambda names=None: FAKE)
     assert scenario.default() == expected
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    out = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return out | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+
+
+@pytest.mark.parametrize("package, above", [("studies", "report"), ("load", "studies"), ("capture", "report")])
+def test_the_studies_sit_between_the_instruments_and_the_report(package, above):
+    """contract -> clients -> lab -> instruments -> studies -> report: nothing imports upwards."""
+    upward = [f"{path.relative_to(settings.ROOT)}: {m}" for path in sorted((settings.ROOT / package).rglob("*.py"))
+              for m in sorted(_imports(path)) if m == above or m.startswith(above + ".")]
+    assert not upward, "\n".join(upward)

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from clients.protocols import PROTOCOLS
+from lab.page import Bullets, Heading, Page, Para, Table
 from lab.registry import discover
-from report.inputs import Inputs
-from report.load import read_json
-from report.page import Bullets, Heading, Page, Para, Table
+from studies.common import read_json
 from studies.feathers import STUDY
 
 PUBLISHED = STUDY.published()
@@ -38,7 +37,7 @@ def http_beside_messaging(recorded: dict[str, dict[str, Any]], names: list[str])
     return pairs
 
 
-def section(page: Page, inputs: Inputs) -> list[str]:
+def section(page: Page, inputs: Any) -> list[str]:
     load_dir = inputs.results_dir / "load"
     page.add(Heading(2, "Feathers: HTTP vs one WebSocket per client", "feathers"))
     f = read_json(load_dir / "feathers-latest.json", "feathers", page)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from report.inputs import Inputs
-from report.load import read_json
-from report.page import Bullets, Heading, Page, Para, Table
+from lab.page import Bullets, Heading, Page, Para, Table
+from studies.common import read_json
 from studies.fernando import STUDY
 
 PUBLISHED = STUDY.published()
@@ -89,7 +88,7 @@ def spread(cell: dict[str, Any] | None, metric: str) -> str:
     return text + (f" [{cell['invalid']} of {cell['runs']} invalid]" if cell.get("invalid") else "")
 
 
-def section(page: Page, inputs: Inputs) -> list[str]:
+def section(page: Page, inputs: Any) -> list[str]:
     results_dir = inputs.results_dir
     page.add(Heading(2, "Fernando & Engel: WebSocket libraries, echo and broadcast", "fernando"))
     data = read_json(results_dir / "load" / "fernando-latest.json", "fernando", page)

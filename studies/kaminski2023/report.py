@@ -6,13 +6,26 @@ from __future__ import annotations
 from typing import Any
 
 from capture import report as capture_report
-from report import published
-from report.build import first_of_each_protocol, n0, ratio
-from report.inputs import MODES, RUN_COMMAND, Inputs
-from report.page import Bullets, Heading, Page, Para, Table
+from lab.page import Bullets, Heading, Page, Para, Table
+from lab.registry import study_column
+from lab.settings import MODES, RUN_COMMAND
+from studies import published
+from studies.common import n0, ratio
 from studies.kaminski2023 import STUDY
 
+Inputs = Any  # report.inputs.Inputs: the saved results (the report's, above the studies)
+
 STUDY_ENV = {"native": "Windows", "docker": "Docker"}  # the lab's mode -> the study's column
+
+
+def first_of_each_protocol(inputs: Any, names: list[str]) -> dict[str, str]:
+    """Protocol -> the implementation set beside the study (lab.registry.study_column;
+    names no longer discovered: the first of their protocol)."""
+    out = study_column([n for n in names if n != "direct"])
+    for name in names:
+        if name != "direct":
+            out.setdefault(inputs.protocol_of(name), name)
+    return out
 
 
 def wire_marks() -> dict[str, dict[str, int]]:

@@ -7,9 +7,10 @@ figures the run was compared with; else published.json)."""
 
 from __future__ import annotations
 
-from report.inputs import Inputs
-from report.load import read_json
-from report.page import Bullets, Heading, Page, Para, Table
+from typing import Any
+
+from lab.page import Bullets, Heading, Page, Para, Table
+from studies.common import read_json
 from studies.pathan import STUDY
 from studies.pathan.scenario import figures
 
@@ -17,7 +18,7 @@ KEY = {"ws": "ws", "sse-h1": "sse", "poll": "rest"}  # the lab's transport -> th
 NAME = {"ws": "WebSocket", "sse": "SSE", "rest": "REST polling"}
 
 
-def section(page: Page, inputs: Inputs) -> list[str]:
+def section(page: Page, inputs: Any) -> list[str]:
     data = read_json(inputs.results_dir / "load" / "push-latest.json", "push") or {"rows": []}
     rows = [r for r in data["rows"] if r["scenario"] == STUDY.name]
     page.add(Heading(2, "Pathan: push latency at 10–1,000 clients", "push-pathan"))

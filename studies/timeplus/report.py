@@ -11,18 +11,16 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from report.figures import _svg
-from report.inputs import Inputs
-from report.load import read_json
-from report.page import Bullets, Figure, Heading, Page, Para, Table
-from report.push import LABELS, _cell, _eps, _opt, _series
+from lab.page import Bullets, Figure, Heading, Page, Para, Table, svg
+from studies.common import LABELS, cell, eps, opt, read_json
+from studies.common import series as by_transport
 from studies.timeplus import STUDY
 from studies.timeplus.scenario import figures
 
 BATCH, CONCURRENCY = f"{STUDY.name}-batch", f"{STUDY.name}-concurrency"
 
 
-def section(page: Page, inputs: Inputs) -> list[str]:
+def section(page: Page, inputs: Any) -> list[str]:
     data = read_json(inputs.results_dir / "load" / "push-latest.json", "push")
     rows = data["rows"] if data else []
     study = (data or {}).get("studies", {}).get(STUDY.name) or figures()
@@ -33,15 +31,15 @@ def section(page: Page, inputs: Inputs) -> list[str]:
     tests = ((BATCH, "batch", "Test I: batch size at 10 subscriptions"),
              (CONCURRENCY, "clients", "Test II: subscriptions at batch 50"))
     for scenario, key, title in tests:
-        series = _series(rows, scenario)
+        series = by_transport(rows, scenario)
         if not series:
             continue
         xs = sorted({r[key] for runs in series.values() for r in runs})
-        table = [["offered", "", *[_eps(1000 * (10 if key == "batch" else x) * (x if key == "batch" else 50))
+        table = [["offered", "", *[eps(1000 * (10 if key == "batch" else x) * (x if key == "batch" else 50))
                                    for x in xs]]]
         for (impl, transport), runs in series.items():
             by = {r[key]: r for r in runs}
-            table.append([impl, LABELS.get(transport, transport), *[_cell(by[x]) if x in by else "–" for x in xs]])
+            table.append([impl, LABELS.get(transport, transport), *[cell(by[x]) if x in by else "–" for x in xs]])
         page.add(Table(["implementation", "transport", *[f"{key} {x}" for x in xs]], table,
                        f"{title}, one message per ms per subscription (offered: subscriptions × batch × 1,000 "
                        "events/s): events/s (client CPU / server CPU, % of one "
@@ -57,12 +55,12 @@ def section(page: Page, inputs: Inputs) -> list[str]:
                       and r["transport"] == "ws"), default=None)
     lab_ws_c30 = max((r["events_per_s"] for r in rows if r["scenario"] == CONCURRENCY
                       and r["clients"] == 30 and r["transport"] == "ws"), default=None)
-    beside = [["SSE, batch 400, 10 subscriptions", _eps(study.get("sse_batch400_c10_eps", 0)), _opt(lab_sse_b400)],
-              ["SSE, batch 50, 60 subscriptions (Timeplus's SSE maximum)", _eps(study.get("sse_max_c60_b50_eps", 0)),
-               _opt(lab_sse_c60)],
-              ["WebSocket, batch 50, its maximum over 1–60 subscriptions", _eps(study.get("ws_max_b50_eps", 0)),
-               _opt(lab_ws_max)],
-              ["WebSocket, batch 50, 30 subscriptions", _eps(study.get("ws_b50_c30_eps", 0)), _opt(lab_ws_c30)]]
+    beside = [["SSE, batch 400, 10 subscriptions", eps(study.get("sse_batch400_c10_eps", 0)), opt(lab_sse_b400)],
+              ["SSE, batch 50, 60 subscriptions (Timeplus's SSE maximum)", eps(study.get("sse_max_c60_b50_eps", 0)),
+               opt(lab_sse_c60)],
+              ["WebSocket, batch 50, its maximum over 1–60 subscriptions", eps(study.get("ws_max_b50_eps", 0)),
+               opt(lab_ws_max)],
+              ["WebSocket, batch 50, 30 subscriptions", eps(study.get("ws_b50_c30_eps", 0)), opt(lab_ws_c30)]]
     page.add(Table(["Timeplus's figure (from its text)", "Timeplus events/s", "the lab's best events/s"], beside,
                    "The only figures Timeplus gives as numbers; its charts' other points are not in the text.",
                    "push-timeplus-beside"),
@@ -100,4 +98,4 @@ def _figure(series: dict[tuple[str, str], list[dict[str, Any]]], key: str, study
     ax.set_ylabel("events/s (log)")
     ax.grid(which="both", alpha=0.25)
     ax.legend(fontsize=6, loc="lower right", frameon=False, ncol=2)
-    return _svg(fig, f"push-{key}")
+    return svg(fig, f"push-{key}")
