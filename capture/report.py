@@ -58,7 +58,7 @@ def markdown(results: dict[str, Any]) -> str:
         lines += ["**Problems:** " + "; ".join(results["problems"]), ""]
 
     lines += ["The study's Table 7 beside these figures (Kamiński et al. 2023) is in the report: "
-              "`make report`, section \"Bytes on the wire\" (report/wire_study.py).", ""]
+              "`make report`, section \"Bytes on the wire\" (studies/kaminski2023/wire.py).", ""]
 
     # -- steady
     n = cap["operations_per_steady_window"]

@@ -33,9 +33,9 @@ KINDS: dict[str, int] = {
     "latency": 1,       # benchmarks/conftest.py: results/benchmarks/<mode>-*.json
     "load": 1,          # python -m load (sweep): results/load/sweep-*.json
     "crosscheck": 1,    # python -m load --scenario kcheck: results/load/kcheck-*.json
-    "feathers": 1,      # python -m load --scenario feathers: results/load/feathers-*.json
-    "fernando": 1,      # python -m load --scenario fernando: results/load/fernando-*.json
-    "push": 1,          # python -m load.push: results/load/push-*.json
+    "feathers": 1,      # python -m studies feathers: results/load/feathers-*.json
+    "fernando": 1,      # python -m studies fernando: results/load/fernando-*.json
+    "push": 1,          # python -m studies push: results/load/push-*.json
     "capture": 1,       # python -m capture: results/capture/wire.json, wire-netns.json
     "push-capture": 1,  # python -m capture.push: results/capture/push-*.json
     "runs": 1,          # python -m lab.stats.runs: results/runs-*.json

@@ -11,6 +11,7 @@ from clients.protocols import PROTOCOLS
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 MODES = ("native", "docker")
+RUN_COMMAND = {"native": "make bench", "docker": "make bench-docker"}  # what measures each mode
 # The order of clients/<protocol>/__init__.py, the one place a protocol is described.
 PROTOCOL_ORDER = tuple(PROTOCOLS)
 

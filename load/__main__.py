@@ -3,7 +3,9 @@
     python -m load                      # the default sweep (load/sweep.py)
     python -m load --impl rest/python_flask --clients 10 100 --duration 5
     python -m load --workers 2 --netns  # a master and two workers, each on a simulated host
-    python -m load --scenario feathers  # or fernando (load/scenarios.py)
+
+The studies' scenarios (studies/<name>/scenario.py) take these options too:
+python -m studies NAME.
 
 One local Locust process by default; --workers N: one master and N worker
 processes (Locust's distributed mode), --netns: each worker in its own
@@ -17,7 +19,7 @@ from __future__ import annotations
 import argparse
 
 from lab import workload
-from load import runner, scenarios, sweep
+from load import runner, sweep
 from load.common import SWEEP_CLIENTS
 
 
@@ -30,9 +32,9 @@ def parser() -> argparse.ArgumentParser:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--impl", nargs="*", metavar="IMPL", help="implementations (default: all)")
-    p.add_argument("--scenario", default="sweep",
-                   help="sweep (default), feathers or fernando; the concurrency-1 cross-check: python -m "
-                        "load.crosscheck; the push scenarios (Timeplus, Pathan): python -m load.push")
+    p.add_argument("--scenario", default="sweep", choices=("sweep",),
+                   help="sweep (the only one here; the concurrency-1 cross-check: python -m load.crosscheck; "
+                        "the studies' scenarios: python -m studies NAME)")
     p.add_argument("--operation", default="fetch-one", choices=tuple(workload.OPERATIONS))
     p.add_argument("--clients", nargs="*", type=int, default=list(SWEEP_CLIENTS),
                    help="closed-model virtual users (default: 10 100 1000, which fits 15 minutes for every "
@@ -50,11 +52,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--netns", action="store_true",
                    help="every Locust worker in its own network namespace (a simulated host), joined to the "
                         "services' by veth at MTU 1500 (implies --workers 2 unless given)")
-    p.add_argument("--calls", nargs="*", type=int,
-                   help="feathers: calls per connection (default 1 10 50 500; the study: up to 2000)")
-    p.add_argument("--runs", type=int, default=3, help="fernando: runs at each client count (default 3)")
-    p.add_argument("--budget", type=float, default=600.0,
-                   help="fernando: start no run after this many seconds (default 600; 0: no limit)")
     p.add_argument("--out", type=_result_name, metavar="NAME",
                    help="results/load/NAME-<date>.json and NAME-latest.json (default NAME: the scenario)")
 
@@ -66,11 +63,13 @@ def _result_name(name: str) -> str:
     return name
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.scenario != "sweep":
-        return scenarios.main(args)
+def run(args: argparse.Namespace) -> int:
+    """protolab load (lab/cli.py) with its arguments parsed."""
     return sweep.run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parser().parse_args(argv))
 
 
 if __name__ == "__main__":

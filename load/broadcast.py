@@ -1,4 +1,4 @@
-"""One run of Fernando & Engel's broadcast test on Locust (load/locustfile.py,
+"""One run of the broadcast test on Locust (load/locustfile.py,
 --lab-broadcasts): `receivers` connections and one sender; the sender
 broadcasts BROADCASTS messages, INTERVAL_MS apart, once the server reports
 every receiver connected; each receiver records receive time − send time

@@ -219,10 +219,10 @@ def chosen(names: list[str] | None) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """args: impl (names or None), calls (timed calls per run; default CALLS), as
-    load/scenarios.py's functions take them (duration and the others unused)."""
+    the load command's scenarios take them (duration and the others unused)."""
     settings.measuring()
     calls = getattr(args, "calls", None) or CALLS
-    if isinstance(calls, list):  # python -m load's --calls takes several (Feathers)
+    if isinstance(calls, list):  # a scenario's --calls may take several
         calls = calls[0]
     began = time.monotonic()
     results: dict[str, dict[str, Any]] = {}

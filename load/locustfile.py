@@ -27,7 +27,7 @@ Models:
   until its send was due and woke late records the lateness: the generator's
   own lag, which the invalid-run rule reads.
 - calls (`--lab-calls N`): each user connects, makes N calls and stops; the
-  run ends when every user has (the Feathers comparison).
+  run ends when every user has (connection setup counted in each call).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def _arguments(parser: Any) -> None:
                         help="with --lab-calls: a user done with its calls keeps its connection open until "
                              "this many s after the test began")
     parser.add_argument("--lab-broadcasts", type=int, default=0, include_in_web_ui=False,
-                        help="Fernando & Engel's broadcast test: the first user sends this many broadcasts, "
+                        help="the broadcast test: the first user sends this many broadcasts, "
                              "--lab-interval-ms apart, once every other user is connected; the others receive")
     parser.add_argument("--lab-interval-ms", type=float, default=1000.0, include_in_web_ui=False)
     parser.add_argument("--lab-timeout", type=float, default=10.0, include_in_web_ui=False,

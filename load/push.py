@@ -1,38 +1,22 @@
-"""Push load (the one entry point for the push scenarios): Timeplus's and
-Pathan's, over SSE, WebSocket push and HTTP polling, with the lab's push load
-client (load/push-client, Go, built once into the lab's cache).
+"""Push load, the instrument: N clients subscribed to a push feed over SSE,
+WebSocket push or HTTP polling, driven by the lab's push load client
+(load/push-client, Go, built once into the lab's cache), events/s, latency
+(receive time - the server's send timestamp) and CPU per run.
 
-    python -m load.push [--scenario timeplus|pathan|all] [--quick] [--impl ...]
+What to run comes from the studies that use it (studies/<name>/scenario.py
+with INSTRUMENT = "push": their runs and figures); the command is
 
-- Timeplus, test I: events/s as the batch size goes 1-400 at 10
-  subscriptions; test II: events/s as subscriptions go 1-60 at batch 50; one
-  message per ms per subscription (Timeplus's 1 ms interval); SSE over
-  HTTP/2 (h2c: all subscriptions on one connection, as Timeplus's browser tab)
-  and HTTP/1.1 (a connection each), and WebSocket push (a connection each).
-  Default: the three languages' pairs (TIMEPLUS_DEFAULT); each run a 0.5 s
-  warm-up (the subscriptions open) and a 2 s window.
-- Pathan: latency (receive time - the server's send timestamp) at 10-1,000
-  clients, one message per second each, batch 1, a 1 s warm-up and a 10 s
-  window (the study's 10 s); WebSocket push, SSE (HTTP/1.1) and HTTP polling
-  (each client in a loop: GET /events?feed=synthetic&count=1&rate=0 on the
-  SSE service, kept alive, one request outstanding: Pathan's REST client).
-  Default: Node.js, the study's runtime (PATHAN_DEFAULT).
+    python -m studies push [--scenario NAME|all] [--quick] [--impl ...]
 
-The default run (both) is 132 runs, 458 s of warm-ups and windows: 520 s
-(8.7 minutes) with the lab's start-up, measured on the lab's 2-core machine at
-a load average of ~18 (each run records its time in context.push.seconds).
---quick (tests, a first look): 1 s Timeplus windows at
-batch 1, 50, 400 and 1, 10, 60 subscriptions, 2 s Pathan windows at 10 and
-100 clients; about 2 minutes. Runs are interleaved: each point on every
-implementation in turn. Events, latency and CPU are counted over the window
-(a message read after its end is not counted: the client's summary);
-errors (a subscription not answered by the run's end is one) over the whole
-run.
+Runs are interleaved: each point of a scenario on every implementation in
+turn. Events, latency and CPU are counted over the window (a message read
+after its end is not counted: the client's summary); errors (a subscription
+not answered by the run's end is one) over the whole run.
 
 Client and server CPU over the window: the client's from the kernel's
 account of the exited process (wait4) less its CPU at the window's start, the
 server's process tree from lab.resources (100 % = one core); services and client on
-disjoint CPUs (load/pinning.py) unless --no-pin. Raw samples (the load
+disjoint CPUs (lab/host/pinning.py) unless --no-pin. Raw samples (the load
 instrument's CSV format) are kept with --keep-raw in results/load/push-raw/.
 """
 
@@ -48,7 +32,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from lab import settings
 from lab.context import run_context
@@ -58,42 +42,13 @@ from lab.stack import running_lab
 from load.common import RESULTS, write
 
 SOURCE = Path(__file__).parent / "push-client"
-TIMEPLUS_BATCHES = (1, 10, 50, 100, 200, 400)
-TIMEPLUS_CONCURRENCY = (1, 10, 20, 30, 40, 50, 60)
-PATHAN_CLIENTS = (10, 50, 100, 500, 1000)
-# Each language's SSE service beside its WebSocket service (Go: the same
-# net/http server under both).
-TIMEPLUS_DEFAULT = ("sse/python_hypercorn", "ws/python_simple_websocket", "sse/go_nethttp", "ws/go_gorilla",
-                    "sse/node_http", "ws/node_ws")
-PATHAN_DEFAULT = ("sse/node_http", "ws/node_ws")
-# A client over this share of its CPUs is the bottleneck (Timeplus's was its tab).
+# A client over this share of its CPUs is the bottleneck (a browser tab's was, in one study).
 CLIENT_BOUND = 0.9
 TRANSPORTS = {"sse-h1": "SSE, HTTP/1.1", "sse-h2c": "SSE, HTTP/2 (h2c)", "ws": "WebSocket push",
               "poll": "HTTP polling (HTTP/1.1)"}
-# The studies' own figures, beside the lab's. Timeplus: read from its text (its
-# charts' other points are not in the text). Pathan: Tables 3 (latency, ms,
-# mean ± sd over all messages) and 5 (CPU %, the testing container's
-# systeminformation currentLoad: machine-wide, % of all logical cores).
-TIMEPLUS = {"sse_batch400_c10_eps": 3_000_000, "sse_max_c60_b50_eps": 2_700_000, "ws_max_b50_eps": 2_400_000,
-            "ws_b50_c30_eps": 1_350_000, "ws_b50_c30_tab_cpu_percent": 75,
-            "setup": "Chrome 103 tab (EventSource / WebSocket), Apple M1 Pro 10 cores, 32 GB, macOS 12.4; "
-                     "HTTP/2, 1 ms interval, no compression; the tab's CPU reached 100 % at SSE batch 400 "
-                     "(c10) and at c60 (b50): the client was the bottleneck"}
-PATHAN_MS = {"rest": {10: (1.67, 0.35), 50: (9.57, 1.63), 100: (16.78, 4.08), 500: (20.86, 2.24),
-                      1000: (22.40, 3.21)},
-             "ws": {10: (3.28, 6.21), 50: (0.99, 0.90), 100: (0.57, 0.16), 500: (0.53, 0.20), 1000: (0.60, 0.39)},
-             "sse": {10: (3.56, 3.11), 50: (1.49, 1.15), 100: (0.88, 0.28), 500: (0.70, 0.28),
-                     1000: (9.75, 49.06)}}
-PATHAN_CPU = {"rest": {10: 43.58, 50: 44.27, 100: 46.59, 500: 50.08, 1000: 49.92},
-              "ws": {10: 2.55, 50: 2.93, 100: 4.00, 500: 32.74, 1000: 40.11},
-              "sse": {10: 2.66, 50: 2.52, 100: 3.15, 500: 26.90, 1000: 36.51}}
-PATHAN_SETUP = ("Node.js 3 servers (Express REST, ws, SSE) in Docker Compose, a Node.js testing container; "
-                "10 s per run, one run; CPU: the testing container's system-wide load sampled at client spawn")
-
-
 @dataclass(frozen=True)
 class Run:
-    scenario: str            # timeplus-batch, timeplus-concurrency, pathan
+    scenario: str            # the study's test, e.g. <study>-batch: the rows' "scenario"
     transport: str           # a key of TRANSPORTS
     clients: int
     batch: int
@@ -105,6 +60,12 @@ class Run:
 @dataclass
 class Plan:
     runs: dict[str, list[Run]] = field(default_factory=dict)   # implementation -> its runs
+    scenarios: list[str] = field(default_factory=list)          # in the order they were added
+
+    def add(self, runs: dict[str, list[Run]]) -> None:
+        for name, those in runs.items():
+            self.runs.setdefault(name, []).extend(those)
+            self.scenarios += [r.scenario for r in those if r.scenario not in self.scenarios]
 
     def seconds(self) -> float:
         return sum(r.warmup + r.seconds for runs in self.runs.values() for r in runs)
@@ -114,8 +75,8 @@ class Plan:
         implementation and transport in turn, so that the rows compared are
         measured minutes apart at most, under the same background load."""
         pairs = [(name, r) for name, runs in self.runs.items() for r in runs]
-        rank = {"timeplus-batch": 0, "timeplus-concurrency": 1, "pathan": 2}
-        return sorted(pairs, key=lambda p: (rank[p[1].scenario], p[1].clients, p[1].batch))  # stable
+        rank = {s: i for i, s in enumerate(self.scenarios)}
+        return sorted(pairs, key=lambda p: (rank.get(p[1].scenario, len(rank)), p[1].clients, p[1].batch))  # stable
 
 
 def push_client() -> Path:
@@ -134,25 +95,19 @@ def transports(impl: str) -> tuple[str, ...]:
     return ("ws",) if impl.startswith(("ws/", "socketio/")) else ("sse-h1", "sse-h2c")
 
 
-def plan(scenario: str, quick: bool, names: list[str] | None) -> Plan:
-    """Which runs on which implementation: Timeplus on its default pairs (or
-    the implementations named), Pathan on its (or those named)."""
+class Scenario(Protocol):
+    """What a study's scenario module gives the push instrument."""
+    def runs(self, quick: bool, names: list[str] | None) -> dict[str, list[Run]]: ...
+    def figures(self) -> dict[str, Any]: ...
+
+
+def plan(scenarios: dict[str, Scenario], chosen: str, quick: bool, names: list[str] | None) -> Plan:
+    """Which runs on which implementation: each chosen study's on its default
+    implementations (or on those named)."""
     p = Plan()
-    if scenario in ("timeplus", "all"):
-        seconds = 1.0 if quick else 2.0
-        batches = (1, 50, 400) if quick else TIMEPLUS_BATCHES
-        concurrency = (1, 10, 60) if quick else TIMEPLUS_CONCURRENCY
-        for name in names or TIMEPLUS_DEFAULT:
-            for transport in transports(name):
-                p.runs.setdefault(name, []).extend(
-                    [Run("timeplus-batch", transport, 10, b, 1000, seconds, 0.5) for b in batches] +
-                    [Run("timeplus-concurrency", transport, c, 50, 1000, seconds, 0.5) for c in concurrency])
-    if scenario in ("pathan", "all"):
-        seconds = 2.0 if quick else 10.0
-        counts = (10, 100) if quick else PATHAN_CLIENTS
-        for name in names or PATHAN_DEFAULT:
-            for transport in ("ws",) if name.startswith("ws/") else ("sse-h1", "poll"):
-                p.runs.setdefault(name, []).extend(Run("pathan", transport, n, 1, 1, seconds, 1.0) for n in counts)
+    for name, scenario in scenarios.items():
+        if chosen in (name, "all"):
+            p.add(scenario.runs(quick, names))
     return p
 
 
@@ -262,27 +217,21 @@ def measure(p: Plan, *, pin: bool = True, keep_raw: Path | None = None) -> Itera
     yield "", context
 
 
-def studies() -> dict[str, Any]:
-    return {"timeplus": TIMEPLUS,
-            "pathan": {"latency_ms": {k: {str(n): v for n, v in d.items()} for k, d in PATHAN_MS.items()},
-                       "cpu_percent": {k: {str(n): v for n, v in d.items()} for k, d in PATHAN_CPU.items()},
-                       "setup": PATHAN_SETUP}}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m load.push", description=__doc__,
+def main(argv: list[str] | None, scenarios: dict[str, Scenario], prog: str = "python -m studies push") -> int:
+    """The push command over the studies' scenarios ({study name: its scenario module})."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenario", choices=("timeplus", "pathan", "all"), default="all")
+    parser.add_argument("--scenario", choices=(*scenarios, "all"), default="all")
     parser.add_argument("--quick", action="store_true", help="short runs (tests, a first look)")
     parser.add_argument("--impl", nargs="*", default=None,
-                        help="SSE and WebSocket implementations (default: per scenario, see above)")
+                        help="SSE and WebSocket implementations (default: each study's, from manifest fields)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin services and client to disjoint CPUs")
     parser.add_argument("--keep-raw", action="store_true", help="keep the raw samples in results/load/push-raw/")
     parser.add_argument("--out", default=None, help="results directory (default results/load)")
     args = parser.parse_args(argv)
     settings.measuring()
     out = Path(args.out) if args.out else RESULTS
-    p = plan(args.scenario, args.quick, args.impl)
+    p = plan(scenarios, args.scenario, args.quick, args.impl)
     print(f"push: {sum(len(r) for r in p.runs.values())} runs, {p.seconds():.0f} s of windows", flush=True)
     rows: list[dict[str, Any]] = []
     keep = out / "push-raw" / time.strftime("%Y%m%d-%H%M%S") if args.keep_raw else None
@@ -294,10 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"implementation": name, **row})
         print(line(name, row), flush=True)
     context["push"].update(scenario=args.scenario, quick=args.quick)
-    path = write("push", {"context": context, "rows": rows, "studies": studies()}, out, kind="push")
+    figures = {name: s.figures() for name, s in scenarios.items()}  # the studies' figures, beside the rows
+    path = write("push", {"context": context, "rows": rows, "studies": figures}, out, kind="push")
     print(f"push: {context['push']['seconds']:.0f} s; results: {path}")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -13,7 +13,6 @@ from lab import settings
 from lab.context import git_commit
 from lab.registry import discover
 from report import inputs as report_inputs
-from report import published
 from report.build import build
 from report.page import to_html, to_markdown
 
@@ -23,7 +22,7 @@ def write(results_dir: Path, out_dir: Path, head: str | None = None,
     if head is None:
         head = git_commit()
     inputs = report_inputs.load(results_dir)
-    page, summary = build(inputs, published.load(), head, discovered)
+    page, summary = build(inputs, head, discovered)
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path, md_path = out_dir / "report.html", out_dir / "report.md"
     html_path.write_text(to_html(page))

@@ -1,5 +1,6 @@
 """The page: what is missing, the context, latency tables and box plots per
-operation and mode, native vs Docker, the study beside the lab, bytes on the wire."""
+operation and mode, native vs Docker, bytes on the wire, load, push, profiles;
+then each published study's section (studies/<name>/report.py), none named here."""
 
 from __future__ import annotations
 
@@ -9,43 +10,25 @@ from typing import Any
 from capture import report as capture_report
 from clients.protocols import label
 from lab.host import compose
-from lab.registry import study_column
 from lab.stats import compare
 from lab.stats import runs as bench_runs
-from report import confidence, fernando, figures, grouping, published, wire_study
+from report import confidence, figures, grouping
 from report import load as load_report
 from report import profiles as profiles_report
 from report import push as push_report
 from report import summary as run_summary
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
+from studies import STUDIES, Study
+from studies.common import n0, ratio
 
 STATS = ("mean", "min", "max", "stddev", "median", "p95", "p99")
 STAT_HEAD = {"stddev": "σ"}
-STUDY_ENV = {"native": "Windows", "docker": "Docker"}
-
-
-def n0(x: float | None) -> str:
-    return "–" if x is None else f"{x:,.0f}"
-
-
-def ratio(x: float | None, base: float | None) -> str:
-    return "–" if not x or not base else f"{x / base:.2f}"
 
 
 def rounds_text(rows: dict[str, Any]) -> str:
     counts = sorted({int(r["rounds"]) for r in rows.values()})
     return "–" if not counts else str(counts[0]) if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,}"
-
-
-def first_of_each_protocol(inputs: Inputs, names: list[str]) -> dict[str, str]:
-    """Protocol -> the implementation set beside the study (lab.registry.study_column;
-    names no longer discovered: the first of their protocol)."""
-    out = study_column([n for n in names if n != "direct"])
-    for name in names:
-        if name != "direct":
-            out.setdefault(inputs.protocol_of(name), name)
-    return out
 
 
 # -- sections ---------------------------------------------------------------
@@ -236,123 +219,16 @@ def repeated_runs_section(page: Page, inputs: Inputs) -> None:
         page.add(table)
 
 
-def study_section(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]:
-    """The study's Tables 4-6 beside the lab; returns the ranking lines for the summary."""
-    cite = study["citation"]
-    setup = study["setup"]
-    page.add(Heading(2, "The study beside the lab", "study"),
-             Para(f"Published: {cite['text']}, Tables 4–6 (µs; mean of an unstated number of rounds) — kept "
-                  f"as data in `report/published/kaminski2023.json`. Its setup: {setup['machine']}, "
-                  f"{setup['docker']}, Python {setup['python']}, {setup['database']}; {setup['libraries']}. "
-                  "The study's *Windows* column is native, like the lab's native mode. Absolute times "
-                  "differ with hardware, OS, database and library versions, so each column also gives "
-                  "every protocol's mean over that column's fastest (`× best`); the rankings order the "
-                  "protocols by mean, fastest first, as the study's tables do. The lab ranks the first "
-                  "implementation of each protocol."))
-    summary: list[str] = []
-    names = inputs.subjects()
-    impl_of = first_of_each_protocol(inputs, names)
-    for op in ("insert", "fetch-one", "fetch-100"):
-        found = published.latency_table(study, op)
-        if found is None:
-            continue
-        number, _ = found
-        page.add(Heading(3, f"{op} — study Table {number}", f"study-{op}"))
-        study_vals = {env: published.study_latency(study, op, STUDY_ENV[env]) for env in MODES}
-        lab_vals: dict[str, dict[str, float]] = {}
-        lab_median: dict[str, dict[str, float]] = {}
-        for mode in MODES:
-            rows = inputs.runs.get(mode, {}).get("results", {}).get(op)
-            if rows:
-                lab_vals[mode] = {p: rows[n]["mean"] for p, n in impl_of.items() if n in rows}
-                lab_median[mode] = {p: rows[n]["median"] for p, n in impl_of.items() if n in rows}
-        protocols = [p for p in study["protocols"].values()]
-        head = ["protocol"]
-        for mode in MODES:
-            head += [f"study {STUDY_ENV[mode]} mean", "× best"]
-        for mode in lab_vals:
-            head += [f"lab {mode} mean", "× best", f"lab {mode} median"]
-        body = []
-        for p in protocols:
-            row = [published.name(p) + (f" (`{impl_of[p]}`)" if p in impl_of else " (not in the lab)")]
-            for mode in MODES:
-                vals = study_vals[mode]
-                row += [n0(vals.get(p)), ratio(vals.get(p), min(vals.values()))]
-            for mode, vals in lab_vals.items():
-                row += [n0(vals.get(p)), ratio(vals.get(p), min(vals.values()) if vals else None),
-                        n0(lab_median[mode].get(p))]
-            body.append(row)
-        page.add(Table(head, body, caption=f"{op}: study Table {number} beside the lab (µs)",
-                       anchor=f"study-t-{op}"))
-        items = []
-        for mode in MODES:
-            env = STUDY_ENV[mode]
-            s_order = published.ranking(study_vals[mode])
-            line = f"**{env} vs lab {mode}** — study: {published.ranking_text(s_order)}; "
-            if mode not in lab_vals:
-                line += f"lab: {mode} mode not run (`{RUN_COMMAND[mode]}`)."
-                items.append(line)
-                summary.append(f"{op}, {mode}: study {published.ranking_text(s_order)}; lab not run")
-                continue
-            l_order = published.ranking(lab_vals[mode])
-            sentence = published.disagreement(s_order, l_order, f"the study ({env})", f"the lab ({mode})",
-                                                "fastest")
-            line += f"lab: {published.ranking_text(l_order)} — " + ("**they agree**." if sentence is None
-                                                                    else f"**they disagree**: {sentence}")
-            m_order = published.ranking(lab_median[mode])
-            if m_order != l_order:
-                line += f" (By median the lab's order is {published.ranking_text(m_order)}.)"
-            items.append(line)
-            summary.append(f"{op}, {mode}: study {published.ranking_text(s_order)}; lab "
-                           f"{published.ranking_text(l_order)} ({'agree' if sentence is None else 'disagree'})")
-        page.add(Bullets(items))
-    return summary
-
-
-def wire_section(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]:
+def wire_section(page: Page, inputs: Inputs, marks: dict[str, dict[str, int]]) -> None:
     page.add(Heading(2, "Bytes on the wire", "wire"))
-    summary: list[str] = []
     if inputs.wire is None:
         page.add(Para("Wire capture not run — `make capture` writes `results/capture/wire.json`.", "missing"))
-        return summary
+        return
     wire = inputs.wire
     cap = wire["context"]["settings"]["capture"]
     page.add(Para(f"From `results/capture/wire.json` ({wire['context']['date']}, {cap['link']}, "
                   f"{cap['tshark'].split(' (')[0]}); every detail is in `results/capture/wire.md`. Frame "
                   "bytes, both directions, link header included."))
-    comp = wire_study.comparison(wire)
-    page.add(Heading(3, "Study Table 7 beside the lab", "wire-table-7"),
-             Para(f"Study: {study['citation']['text']}, Table 7 — "
-                  f"{study['tables']['7']['counted_with']}; it does not say whether connection setup "
-                  "was counted. Lab: the same operation on a new connection (handshake, setup, "
-                  "operation, close); with the service↔database frames; and on a kept-alive "
-                  "connection. Comparison as `report/wire_study.py` computes it."))
-    body = []
-    for op, c in comp.items():
-        for protocol, r in c["rows"].items():
-            body.append([wire_study.STUDY_OPERATION[op], published.name(protocol), n0(r["study"]),
-                         n0(r["new_connection"]), n0(r["new_connection_with_db"]), n0(r["steady"]),
-                         f"{r['study_over_lab']:.2f}"])
-    page.add(Table(["operation", "protocol", "study", "lab: new connection", "lab: + database",
-                    "lab: kept-alive", "study ÷ lab"], body, caption="Bytes per operation",
-                   anchor="wire-t7"))
-    why = wire_study.why_they_differ(wire, comp)
-    if why:
-        page.add(Para(why))
-    items = []
-    for op, c in comp.items():
-        s_order, l_order = c["ranking"]["study"], c["ranking"]["new_connection"]
-        sentence = published.disagreement(s_order, l_order, "the study", "the lab (new connection)",
-                                                "smallest")
-        k_order = c["ranking"]["steady"]
-        items.append(f"**{op}**, fewest bytes first — study: {published.ranking_text(s_order)}; lab, new "
-                     f"connection: {published.ranking_text(l_order)} — "
-                     + ("**they agree**." if sentence is None else f"**they disagree**: {sentence}")
-                     + f" Kept-alive: {published.ranking_text(k_order)}.")
-        summary.append(f"{op} bytes: study {published.ranking_text(s_order)}; lab (new connection) "
-                       f"{published.ranking_text(l_order)} ({'agree' if sentence is None else 'disagree'})")
-    page.add(Bullets(items))
-
     page.add(Heading(3, "Per operation: setup, request, response", "wire-parts"))
     netns = inputs.wire_netns
     head = ["implementation", "operation", "setup", "request →", "response ←", "teardown",
@@ -376,22 +252,26 @@ def wire_section(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]
             body.append(row)
     page.add(Table(head, body, caption="Frame bytes per operation", anchor="wire-parts-table"))
     impl_of = capture_report.by_protocol(wire)
-    page.add(Figure("wire", figures.wire(wire, published.study_bytes(study), impl_of),
+    page.add(Figure("wire", figures.wire(wire, marks, impl_of),
                     "Frame bytes of one operation on a new connection, split into connection setup (TCP "
                     "handshake + HTTP/2 preface or WebSocket upgrade), request (client → server), response "
-                    "(server → client) and teardown; ◆ the study's Table 7 total for that protocol."))
-    return summary
+                    "(server → client) and teardown"
+                    + ("; ◆ a published study's total for that protocol (its section says which)." if marks
+                       else ".")))
 
 
-def build(inputs: Inputs, study: dict[str, Any], head: str,
-          discovered: list[str] | None = None) -> tuple[Page, dict[str, Any]]:
-    """The page and a summary (gaps, ranking lines) for the command line."""
+def build(inputs: Inputs, head: str, discovered: list[str] | None = None,
+          studies: list[Study] | None = None) -> tuple[Page, dict[str, Any]]:
+    """The page and a summary (gaps, ranking lines) for the command line: the
+    lab's sections, then each published study's (studies/, in their order)."""
+    studies = STUDIES if studies is None else studies
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     page = Page("protolab report")
     page.add(Para(f"Generated {now} from "
                   + (", ".join(f"`{p.relative_to(inputs.results_dir.parent)}`" if p.is_relative_to(
                       inputs.results_dir.parent) else f"`{p}`" for p in inputs.sources) or "no saved results")
-                  + f" by `python -m report`. Compared with {study['citation']['text']}.", "note"))
+                  + " by `python -m report`. Compared with " + "; ".join(s.citation for s in studies) + ".",
+                  "note"))
     run_summary.section(page, inputs)
     gaps = missing_section(page, inputs, discovered)
     context_section(page, inputs, head)
@@ -399,16 +279,19 @@ def build(inputs: Inputs, study: dict[str, Any], head: str,
     confidence_rankings = confidence.sections(page, inputs)
     native_vs_docker_section(page, inputs)
     repeated_runs_section(page, inputs)
-    rankings = study_section(page, inputs, study)
-    rankings += wire_section(page, inputs, study)
-    rankings += load_report.section(page, inputs.results_dir)
+    marks: dict[str, dict[str, int]] = {}
+    for study in studies:  # a study may mark its bytes on the lab's wire figure
+        marks.update(getattr(study.report(), "wire_marks", dict)())
+    wire_section(page, inputs, marks)
+    rankings = load_report.section(page, inputs.results_dir)
     rankings += push_report.section(page, inputs.results_dir)
-    rankings += fernando.section(page, inputs.results_dir)
     rankings += profiles_report.section(page, inputs.results_dir)
+    for study in studies:
+        rankings += study.report().section(page, inputs)
     page.add(Heading(2, "Sources", "sources"),
-             Bullets([f"{study['citation']['text']} ({study['citation']['authors']}); Tables 4–7 "
-                      f"transcribed in `report/published/kaminski2023.json` from "
-                      f"{study['citation']['transcribed_from']}.",
-                      "Lab results: `results/benchmarks/<mode>-latest.json` (benchmarks/conftest.py), "
-                      "`results/capture/wire.json` and `wire-netns.json` (`python -m capture`)."]))
+             Bullets([f"{s.citation}: {s.measured}; its figures as data in `studies/{s.name}/published.json`."
+                      for s in studies]
+                     + ["Lab results: `results/benchmarks/<mode>-latest.json` (benchmarks/conftest.py), "
+                        "`results/capture/wire.json` and `wire-netns.json` (`python -m capture`), "
+                        "`results/load/` (`python -m load`, `python -m studies`)."]))
     return page, {"missing": gaps, "rankings": rankings, "confidence": confidence_rankings}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import matplotlib
@@ -12,18 +11,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from lab.page import svg as _svg  # noqa: E402
+
 MODE_COLOURS = {"native": "#4c78a8", "docker": "#f58518"}
 PHASE_COLOURS = {"setup": "#9ecae9", "request": "#4c78a8", "response": "#f58518", "teardown": "#bab0ac"}
-
-
-def _svg(fig: Any, stem: str) -> str:
-    buf = io.StringIO()
-    # Text as text (small, searchable) and ids salted per figure, so that
-    # several inline SVGs on one page never share an id.
-    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": stem}):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
 
 
 def whisker_outliers(values: list[float]) -> int:

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from lab import results
+from lab.settings import MODES, RUN_COMMAND
 from report import grouping
 
-MODES = ("native", "docker")
+__all__ = ["MODES", "OPERATIONS", "RUN_COMMAND", "Inputs", "load", "missing"]
+
 OPERATIONS = ("insert", "fetch-one", "fetch-100")
-RUN_COMMAND = {"native": "make bench", "docker": "make bench-docker"}
 
 
 @dataclass

@@ -1,9 +1,8 @@
-"""The load section of the page (make load, python -m load --scenario feathers,
-python -m load.crosscheck): per implementation, closed-model percentiles and
-throughput vs clients, the open-model knee, CPU µs per request and peak RSS of
-the service and the database, the generator's CPU; a Go or Node.js client at
-concurrency 1 beside the Python client; the Feathers comparison beside the
-study's figures (Pathan's push scenario is in report/push.py).
+"""The load section of the page (make load, python -m load.crosscheck): per
+implementation, closed-model percentiles and throughput vs clients, the
+open-model knee, CPU µs per request and peak RSS of the service and the
+database, the generator's CPU; a Go or Node.js client at concurrency 1 beside
+the Python client. The studies' load scenarios have their sections in studies/.
 
 Reads only results/load/*-latest.json (and, for the cross-check, the latency
 suite's results/benchmarks/native-latest.json and capture's wire.json)."""
@@ -15,39 +14,10 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from lab import results
 from load import summary
 from report.figures import _svg
-from report.page import Bullets, Figure, Heading, Page, Para, Table
-
-# The Feathers comparison's published figures (HTTP vs Websockets: A performance
-# comparison): Node.js (Express + socket.io, Feathers), autocannon vs
-# websocket-bench, 100 connections, connection setup included; the study gives
-# requests/s only for 500-2,000 calls per connection, and for 1, 10 and 50
-# calls says how the two compare (its chart's values are not in its text).
-FEATHERS_ROWS = (  # (calls per connection, HTTP, socket.io, what the study says)
-    ("1", "–", "–", "socket.io about 50 % slower than HTTP (its connection is set up first)"),
-    ("10", "–", "–", "socket.io still slower (a smaller overhead)"),
-    ("50", "–", "–", "socket.io about 50 % faster"),
-    ("500–2,000", "~950", "~3,900", "socket.io ≈ 4.1× HTTP (\"a 400 % performance boost\")"),
-)
-FEATHERS_BYTES = {"HTTP": 282, "socket.io": 54}  # one call and its reply, connection open
-FEATHERS_PAIRS = (("rest/node_fastify", "socketio/node_socketio"), ("rest/node_fastify", "ws/node_ws"),
-                  ("rest/python_flask", "ws/python_simple_websocket"))
-
-
-def read_json(path: Path, kind: str, page: Page | None = None) -> dict[str, Any] | None:
-    """A saved result file of `kind` (through lab/results.py), or None when it is
-    missing or unreadable (the section says "not measured"); with `page`, a file
-    that is not such a result says why on the page."""
-    try:
-        return results.read(path, kind)
-    except OSError:
-        return None
-    except results.ResultError as exc:
-        if page is not None:
-            page.add(Para(f"`{path.name}` left out: {exc}", "missing"))
-        return None
+from report.page import Figure, Heading, Page, Para, Table
+from studies.common import read_json
 
 
 def section(page: Page, results_dir: Path) -> list[str]:
@@ -61,7 +31,6 @@ def section(page: Page, results_dir: Path) -> list[str]:
     # Each its own command: shown whether or not a sweep ran (the cross-check
     # was left out of the report when `make load` had not run).
     crosscheck_section(page, load_dir, results_dir)
-    feathers_section(page, load_dir, results_dir)
     return []
 
 
@@ -196,87 +165,3 @@ def crosscheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
                                          for cell in per.values())
                       else " The Python client's medians: not measured (`make bench`)."),
                    "crosscheck-table"))
-
-
-def feathers_section(page: Page, load_dir: Path, results_dir: Path) -> None:
-    page.add(Heading(3, "Feathers: HTTP vs one WebSocket per client", "feathers"))
-    f = read_json(load_dir / "feathers-latest.json", "feathers", page)
-    if not f:
-        page.add(Para("Not measured: `python -m load --scenario feathers`."))
-        return
-    results = f["results"]
-    rps = {name: {r["calls_per_connection"]: r for r in cells} for name, cells in results.items()}
-    calls = sorted({c for by in rps.values() for c in by})
-    pairs = [(h, w) for h, w in FEATHERS_PAIRS if h in rps and w in rps]
-    head = ["calls per connection", "study: HTTP req/s", "study: socket.io req/s", "the study says",
-            *[f"lab: {n} req/s" for n in rps], *[f"lab: {w.split('/')[1]} ÷ {h.split('/')[1]}" for h, w in pairs]]
-
-    def lab_cells(c: int) -> list[str]:
-        out = [_rps(rps[n].get(c)) for n in rps]
-        for h, w in pairs:
-            a, b = rps[h].get(c), rps[w].get(c)
-            out.append(f"{b['requests_per_s'] / a['requests_per_s']:.2f}" if a and b and a["requests_per_s"] else "–")
-        return out
-    rows = []
-    for label, http, sio, says in FEATHERS_ROWS:
-        matching = [c for c in calls if str(c) == label or (label.startswith("500") and c >= 500)]
-        if not matching:
-            rows.append([label, http, sio, says, *["not run"] * (len(rps) + len(pairs))])
-        for c in matching:
-            rows.append([f"{c:,}", http, sio, says, *lab_cells(c)])
-    for c in calls:
-        if not any(r[0] == f"{c:,}" for r in rows):
-            rows.append([f"{c:,}", "–", "–", "(not in the study)", *lab_cells(c)])
-    rows.sort(key=lambda r: int(r[0].replace(",", "").split("–")[0]))
-    when = f.get("context", {}).get("date", "")
-    page.add(Para(f"The study's table beside the lab's ({when}). The study ran Feathers (Node.js: "
-                  "Express for HTTP, socket.io for WebSocket) on a Heroku dyno, autocannon vs websocket-bench "
-                  "from a laptop; the lab runs Locust against its own implementations on loopback, pinned as the "
-                  "sweep is, with the tiny `health` call (the study's `get` returned `{\"id\": ...}` without "
-                  "a database; the lab's health reaches the database)."),
-             Table(head, rows, "100 connections, each making N calls one after another, connection setup "
-                               "included; requests/s = all calls ÷ (first call's start to the last reply).",
-                   "feathers-table"))
-    brow = []
-    for name, cells in results.items():
-        last = cells[-1].get("bytes_per_call") or {}
-        brow.append([f"lab: {name}", f"{last.get('sent', 0) + last.get('received', 0):,.0f}" if last else "–",
-                     "the Locust process's count of application bytes (headers and frames, not TCP/IP), "
-                     "over the last run"])
-    brow += [[f"study: {k}", str(v), "one call and its reply on an open connection (browser tools)"]
-             for k, v in FEATHERS_BYTES.items()]
-    page.add(Table(["who", "bytes per call", "counted as"], brow, "Bytes per call, sent + received.",
-                   "feathers-bytes"))
-    notes = []
-    for h, w in pairs:
-        r = {c: rps[w][c]["requests_per_s"] / rps[h][c]["requests_per_s"] for c in calls
-             if c in rps[h] and c in rps[w] and rps[h][c]["requests_per_s"]}
-        if not r:
-            continue
-        one, most = r.get(min(r)), r[max(r)]
-        verdict = []
-        if one is not None and min(r) == 1:
-            verdict.append(f"at 1 call the WebSocket side is {one:.2f}× HTTP "
-                           + ("(slower, as the study found)" if one < 1 else "(not slower: the study found it "
-                                                                            "about 50 % slower)"))
-        if 10 in r and max(r) != 10:
-            verdict.append(f"at 10 calls {r[10]:.2f}× " + ("(slower, as the study found)" if r[10] < 1 else
-                                                          "(already faster: the study found it still slower)"))
-        verdict.append(f"at {max(r):,} calls {most:.2f}× "
-                       + ("(faster, as the study found" + (", but far from its 4.1×)" if most < 3 else ")")
-                          if most > 1 else "(not faster: the study found socket.io faster from 50 calls on)"))
-        notes.append(f"{w} vs {h}: " + "; ".join(verdict) + ".")
-    if notes:
-        notes.append("Where the lab's ratio is smaller than the study's, the likely reason is its server: both "
-                     "lab sides spend most of a call's CPU in the framework and the database call, not in HTTP's "
-                     "headers, and the lab's clients keep HTTP connections alive as autocannon did; the study's "
-                     "HTTP side ran Express on a Heroku dyno reached over the Internet.")
-    page.add(Bullets(notes) if notes else Para(""))
-
-
-def _rps(r: dict[str, Any] | None) -> str:
-    if r is None:
-        return "–"
-    errors = sum(r.get("errors", {}).values())
-    return (f"{r['requests_per_s']:,.0f}" + (f" ({errors} err)" if errors else "")
-            + ("" if r.get("valid", True) else "*"))

@@ -1,56 +1,16 @@
-"""A page as a list of blocks, written out as self-contained HTML (figures as
-inline SVG, no scripts, no external resources) and as Markdown (figures as SVG
-files beside it)."""
+"""A page (lab/page.py: a list of blocks) written out as self-contained HTML
+(figures as inline SVG, no scripts, no external resources) and as Markdown
+(figures as SVG files beside it)."""
 
 from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from lab.page import Bullets, Figure, Heading, Page, Para, Table
 
-@dataclass
-class Heading:
-    level: int
-    text: str
-    anchor: str = ""
-
-
-@dataclass
-class Para:
-    text: str
-    cls: str = ""
-
-
-@dataclass
-class Bullets:
-    items: list[str]
-    cls: str = ""
-
-
-@dataclass
-class Table:
-    head: list[str]
-    rows: list[list[str]]
-    caption: str = ""
-    anchor: str = ""
-
-
-@dataclass
-class Figure:
-    stem: str  # file name for the Markdown copy, and the element id
-    svg: str
-    caption: str
-
-
-@dataclass
-class Page:
-    title: str
-    blocks: list = field(default_factory=list)
-
-    def add(self, *blocks: object) -> None:
-        self.blocks.extend(blocks)
+__all__ = ["Bullets", "Figure", "Heading", "Page", "Para", "Table", "markdown_table", "to_html", "to_markdown"]
 
 
 def slug(text: str) -> str:

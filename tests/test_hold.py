@@ -167,7 +167,7 @@ def test_a_thousand_websocket_clients_held_and_answered(lab, seeded, name):
     impl = lab.implementation(name)
     plan = Plan(name, impl.protocol, lab.endpoints[name], operation="fetch-one", users=1000, calls=2,
                 duration_s=120, timeout_s=TIMEOUT)
-    # Pinned as the load sweep is (load/pinning.py): the service and the
+    # Pinned as the load sweep is (lab/host/pinning.py): the service and the
     # database on one CPU, Locust's 1,000 connections on the other.
     pins = pinning.plan(True)
     if pins.enabled:

@@ -13,7 +13,7 @@ from contract.errors import ERRORS, HTTP_STATUS, ContractError
 from lab import settings
 from lab.context import CLIENT_PACKAGES
 from lab.registry import discover
-from report import published
+from studies import published
 from tests.expect import assert_native
 
 IMPLEMENTATIONS = discover()

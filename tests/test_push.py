@@ -454,14 +454,21 @@ def test_push_load_client_counts_a_refused_subscription_as_an_error(impl, lab, t
 
 
 def test_push_plan_is_bounded_and_pathan_has_every_protocol():
+    import studies
     from load import push
-    default, quick = push.plan("all", False, None), push.plan("all", True, None)
+    scenarios = {name: studies.get(name).scenario() for name in ("timeplus", "pathan")}
+    pathan_s, timeplus_s = (studies.get(n).published()["scenario"] for n in ("pathan", "timeplus"))
+    default, quick = push.plan(scenarios, "all", False, None), push.plan(scenarios, "all", True, None)
     assert default.seconds() <= 480 and quick.seconds() <= 120  # warm-ups and windows; the rest is start-up
     pathan = [(name, r) for name, r in default.ordered() if r.scenario == "pathan"]
     assert {r.transport for _, r in pathan} == {"ws", "sse-h1", "poll"}
-    assert sorted({r.clients for _, r in pathan}) == list(push.PATHAN_CLIENTS)
+    assert sorted({r.clients for _, r in pathan}) == pathan_s["clients"]
     tests = {(r.scenario, r.transport, r.clients, r.batch) for _, r in default.ordered()}
     for transport in ("sse-h1", "sse-h2c", "ws"):
-        assert {b for s, t, c, b in tests if s == "timeplus-batch" and t == transport} == set(push.TIMEPLUS_BATCHES)
+        assert {b for s, t, c, b in tests if s == "timeplus-batch" and t == transport} == \
+            set(timeplus_s["batch"]["batches"])
         assert {c for s, t, c, b in tests if s == "timeplus-concurrency" and t == transport} == \
-            set(push.TIMEPLUS_CONCURRENCY)
+            set(timeplus_s["concurrency"]["clients"])
+    # interleaved: each study's points in the order the studies were added
+    order = [r.scenario for _, r in default.ordered()]
+    assert order.index("pathan") > max(i for i, s in enumerate(order) if s.startswith("timeplus"))

@@ -27,8 +27,9 @@ from lab.processes import Process
 from lab.registry import discover
 from lab.stats.runs import summarize as runs_summary
 from lab.stats.statistics import summarize
-from report import published
 from report.__main__ import write
+from studies import get as get_study
+from studies import published
 
 SEED = settings.ROOT.parent / "shared" / "seeds" / "003_efaeaf185f57235e.txt"
 IMPLS = [i for i in discover() if i.serves("get")]  # what make bench measures
@@ -52,7 +53,7 @@ def _seed_tables() -> dict[str, list[tuple[str, int, int]]]:
 
 @pytest.mark.skipif(not SEED.exists(), reason=f"the study's text is not at {SEED}")
 def test_published_latency_tables_match_the_study_text():
-    study = published.load()
+    study = get_study("kaminski2023").published()
     stat = {"mean": "mean", "min": "min", "max": "max", "sigma": "σ"}
     for number, rows in _seed_tables().items():
         table = study["tables"][number]
@@ -71,7 +72,7 @@ def test_published_latency_tables_match_the_study_text():
 @pytest.mark.skipif(not SEED.exists(), reason=f"the study's text is not at {SEED}")
 def test_published_table_7_matches_the_study_text():
     text = SEED.read_text()
-    study = published.load()
+    study = get_study("kaminski2023").published()
     for label, row in study["tables"]["7"]["rows"].items():
         line = re.search(rf"{label}\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", text)
         assert [int(x) for x in line.groups()] == [row[p] for p in ("REST", "gRPC", "GraphQL", "WebSockets")]

@@ -1,4 +1,4 @@
-"""The report's Fernando & Engel section (report/fernando.py) from a small real
+"""The report's Fernando & Engel section (studies/fernando/report.py) from a small real
 result file: tests/data/fernando-small.json, written by
 `python -m load --scenario fernando --impl ws/go_gorilla socketio/node_socketio --clients 10 --runs 2`."""
 
@@ -9,15 +9,18 @@ import shutil
 import statistics
 from pathlib import Path
 
-from report import fernando
+from report.inputs import Inputs
 from report.page import Page, to_markdown
+from studies import get
+
+fernando = get("fernando").report()
 
 SMALL = Path(__file__).parent / "data" / "fernando-small.json"
 
 
 def render(results: Path) -> str:
     page = Page("t")
-    fernando.section(page, results)
+    fernando.section(page, Inputs(results))
     return to_markdown(page, results / "figs", "figs")
 
 
@@ -32,7 +35,7 @@ def _with(tmp_path: Path, data: dict | None = None) -> Path:
 
 
 def test_missing_result_names_the_command(tmp_path):
-    assert "python -m load --scenario fernando" in render(tmp_path)
+    assert "python -m studies fernando" in render(tmp_path)
 
 
 def test_table_2_beside_the_lab_with_the_setup_stated(tmp_path):

@@ -9,7 +9,9 @@ from pathlib import Path
 from lab.results import schema_name
 from load import histograms
 from report import load as load_report
+from report.inputs import Inputs
 from report.page import Page, to_markdown
+from studies import get
 
 
 def _row(name: str, clients: int, p50: float, valid: bool = True) -> dict:
@@ -41,6 +43,7 @@ def _latency(results: Path, data: dict) -> None:
 def render(results: Path) -> str:
     page = Page("t")
     load_report.section(page, results)
+    get("feathers").report().section(page, Inputs(results))
     return to_markdown(page, results / "figs", "figs")
 
 

@@ -1,6 +1,8 @@
-"""The report's push section (report/push.py) from a small real result file:
+"""The report's push section (report/push.py) and the push studies' sections
+(studies/timeplus, studies/pathan) from a small real result file:
 tests/data/push-quick.json is `python -m load.push --quick --impl
-sse/go_nethttp ws/go_gorilla` as measured on the lab's machine."""
+sse/go_nethttp ws/go_gorilla` (now `python -m studies push`) as measured on
+the lab's machine."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ import shutil
 from pathlib import Path
 
 from report import push as push_report
+from report.inputs import Inputs
 from report.page import Page, to_markdown
+from studies import get
+from studies.common import eps
 
 RESULT = Path(__file__).parent / "data" / "push-quick.json"
 CAPTURE = Path(__file__).parent / "data" / "push-capture.json"
@@ -18,6 +23,8 @@ CAPTURE = Path(__file__).parent / "data" / "push-capture.json"
 def render(results: Path) -> str:
     page = Page("t")
     push_report.section(page, results)
+    for study in ("timeplus", "pathan"):
+        get(study).report().section(page, Inputs(results))
     return to_markdown(page, results / "figs", "figs")
 
 
@@ -26,7 +33,7 @@ def _row(text: str, *starts: str) -> str:
 
 
 def test_missing_result_names_the_command(tmp_path):
-    assert "run `python -m load.push`" in render(tmp_path)
+    assert "run `python -m studies push`" in render(tmp_path)
 
 
 def test_timeplus_and_pathan_beside_the_lab(tmp_path):
@@ -45,7 +52,7 @@ def test_timeplus_and_pathan_beside_the_lab(tmp_path):
     assert "| offered |  | 10 k | 500 k | 4.00 M |" in text  # 10 subscriptions × batch × 1,000/s
     for r in (r for r in data["rows"] if r["scenario"].startswith("timeplus")):  # a run's errors in its cell
         mark = "*" if r["client_bound"] else ""
-        cell = (f"{push_report._eps(r['events_per_s'])}{mark} "
+        cell = (f"{eps(r['events_per_s'])}{mark} "
                 f"({r['client_cpu_percent']:.0f} / {r['server_cpu_percent']:.0f} %")
         assert (cell + f", {r['errors']} err)" if r["errors"] else cell + ")") in text
     # Timeplus's figures from its text, beside the lab's best
@@ -74,7 +81,7 @@ def test_bytes_per_pushed_event_from_make_capture(tmp_path):
     shutil.copy(CAPTURE, tmp_path / "capture" / "push-latest.json")
     data = json.loads(CAPTURE.read_text())
     text = render(tmp_path)
-    assert "run `python -m load.push`" in text  # no load result: the wire table still shows
+    assert "run `python -m studies push`" in text  # no load result: the wire table still shows
     for r1 in (r for r in data["rows"] if r["batch"] == 1):
         r50 = next(r for r in data["rows"] if (r["implementation"], r["transport"], r["batch"])
                    == (r1["implementation"], r1["transport"], 50))

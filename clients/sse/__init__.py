@@ -11,5 +11,5 @@ DESCRIPTOR = Protocol(
     error_spelling="the HTTP status of the contract's error table (contract/push.md)",
     fuzzer="clients.sse.fuzz:fuzzer",
     no_load="push-only: no request/response operation to load; the push scenarios "
-            "(python -m load.push) drive its feeds with the lab's Go push client",
+            "(python -m studies push) drive its feeds with the lab's Go push client",
     no_crosscheck="push-only: the push scenarios measure it with the lab's Go push client")

@@ -1,5 +1,5 @@
 """The report's section on Fernando & Engel's WebSocket library comparison
-(python -m load --scenario fernando): their Table 2 (1,000 clients) beside
+(python -m studies fernando): their Table 2 (1,000 clients) beside
 the lab's, then the lab's echo and broadcast figures at every client count,
 each the mean of its runs with the runs' spread, and what differs in the setup.
 
@@ -8,33 +8,31 @@ Reads only results/load/fernando-latest.json."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Any
 
-from report.load import read_json
-from report.page import Bullets, Heading, Page, Para, Table
+from lab.page import Bullets, Heading, Page, Para, Table
+from studies.common import read_json
+from studies.fernando import STUDY
 
-# Fernando & Engel, Comparative Performance Benchmarking of WebSocket Libraries
-# on Node.js and Golang (Sinkron 2025), Table 2: descriptive statistics at
-# 1,000 clients, (mean, median, σ).
-TABLE_2 = {
-    "ws (Node.js)": {"connect_ms": (45.14, 41.30, 29.24), "rtt_ms": (18.75, 19.64, 8.39),
-                     "messages_per_s": (45_493.14, 45_171.0, 5_657.83), "broadcast_ms": (17.81, 18.02, 7.70)},
-    "socket.io (Node.js)": {"connect_ms": (185.96, 186.24, 113.04), "rtt_ms": (31.23, 33.78, 12.52),
-                            "messages_per_s": (27_152.22, 27_107.0, 2_739.99),
-                            "broadcast_ms": (18.50, 18.19, 9.22)},
-    "gorilla/websocket (Go)": {"connect_ms": (43.72, 41.09, 25.92), "rtt_ms": (19.20, 22.04, 6.72),
-                               "messages_per_s": (44_213.69, 43_996.0, 5_452.37),
-                               "broadcast_ms": (17.96, 18.39, 7.07)},
-    "coder/websocket (Go)": {"connect_ms": (42.93, 41.28, 25.29), "rtt_ms": (18.97, 21.50, 6.53),
-                             "messages_per_s": (45_271.16, 44_984.0, 2_718.08),
-                             "broadcast_ms": (19.11, 19.73, 7.62)},
-}
-# The lab's implementation of each library of the study.
-STUDY_LIBRARY = {"ws/node_ws": "ws (Node.js)", "socketio/node_socketio": "socket.io (Node.js)",
-                 "ws/go_gorilla": "gorilla/websocket (Go)", "ws/go_coder": "coder/websocket (Go)"}
-STUDY_SETUP = ("Apple M4 Pro (14 cores), macOS 15.3.1, Node.js 20.19.1, Go 1.23.4; a Node.js client simulator "
-               "(websocket 1.0.35, socket.io-client 4.8.1); 60 s per load level, 3 runs; message size not given")
+PUBLISHED = STUDY.published()
+TABLE_2 = PUBLISHED["tables"]["2"]
+STUDY_SETUP = PUBLISHED["setup"]
+
+
+def study_library(fields: dict[str, Any]) -> str | None:
+    """The study's library an implementation is, by its manifest fields
+    (language and library, as the results' context records them)."""
+    for library, match in PUBLISHED["libraries"].items():
+        if all(fields.get(k) == v for k, v in match.items()):
+            return library
+    return None
+
+
+def table_2(library: str, metric: str) -> tuple[float, float, float]:
+    cell = TABLE_2["rows"][library][metric]
+    return cell["mean"], cell["median"], cell["σ"]
+
+
 METRICS = (("connect_ms", "connection time, ms"), ("rtt_ms", "RTT, ms"), ("messages_per_s", "throughput, msg/s"),
            ("broadcast_ms", "broadcast latency, ms"))
 
@@ -90,22 +88,24 @@ def spread(cell: dict[str, Any] | None, metric: str) -> str:
     return text + (f" [{cell['invalid']} of {cell['runs']} invalid]" if cell.get("invalid") else "")
 
 
-def section(page: Page, results_dir: Path) -> list[str]:
-    page.add(Heading(3, "Fernando & Engel: WebSocket libraries, echo and broadcast", "fernando"))
+def section(page: Page, inputs: Any) -> list[str]:
+    results_dir = inputs.results_dir
+    page.add(Heading(2, "Fernando & Engel: WebSocket libraries, echo and broadcast", "fernando"))
     data = read_json(results_dir / "load" / "fernando-latest.json", "fernando", page)
     if not data:
-        page.add(Para("Not measured: `python -m load --scenario fernando` (about 15 minutes here; "
+        page.add(Para("Not measured: `python -m studies fernando` (about 15 minutes here; "
                       "`--clients 100 200 400 600 800 1000` for all of the study's load levels)."))
         return []
     ctx = data["context"].get("load", {})
+    ctx_impls = data["context"].get("implementations", {})
     combined = combine(data["results"])
     top = max((c for cells in combined.values() for c in cells), default=None)
     rows = []
     for name, cells in combined.items():
-        library = STUDY_LIBRARY.get(name)
+        library = study_library(ctx_impls.get(name, {}))
         for metric, label in METRICS:
             lab = cells.get(top, {}).get(metric) if top else None
-            study = TABLE_2[library][metric] if library else None
+            study = table_2(library, metric) if library else None
             rows.append([name if metric == "connect_ms" else "", label,
                          *(num(v, metric) for v in (study or (None, None, None))),
                          *(num(lab[k], metric) if lab else "–" for k in ("mean", "median", "stddev")),

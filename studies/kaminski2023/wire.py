@@ -1,5 +1,5 @@
 """The wire capture beside Kamiński et al. 2023, Table 7 (bytes per operation,
-counted with Wireshark): the study's figures, kept as data in report/published/,
+counted with Wireshark): the study's figures, kept as data in studies/kaminski2023/published.json,
 against the lab's (results/capture/wire.json). Here, above the capture
 instrument: capture/ writes the lab's own figures and reads no study."""
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from capture.report import by_protocol
-from report.published import load as load_published
-from report.published import study_bytes as published_bytes
+from studies.kaminski2023 import STUDY
+from studies.published import study_bytes as published_bytes
 
 # Table 7 of the study, bytes, from the published figures kept as data.
-STUDY_TABLE_7 = published_bytes(load_published())
+STUDY_TABLE_7 = published_bytes(STUDY.published())
 STUDY_OPERATION = {"fetch-one": "Fetching element", "insert": "Inserting element"}
 
 

@@ -1,5 +1,6 @@
-"""Published figures kept as data (report/published/*.json), and rankings
-compared with the lab's."""
+"""Reading a study's published figures (studies/<name>/published.json, the
+shape of Tables 4-7 there: table, row, statistic, column, with the table's
+unit) and rankings compared with the lab's."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from typing import Any
 
 from clients.protocols import label
 
-PUBLISHED = Path(__file__).parent / "published"
-KAMINSKI = PUBLISHED / "kaminski2023.json"
 
-
-def load(path: Path = KAMINSKI) -> dict[str, Any]:
+def load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
