@@ -32,7 +32,7 @@ SCHEMAS = Path(__file__).parent / "schemas"
 KINDS: dict[str, int] = {
     "latency": 1,       # benchmarks/conftest.py: results/benchmarks/<mode>-*.json
     "load": 1,          # python -m load (sweep): results/load/sweep-*.json
-    "crosscheck": 1,    # python -m load --scenario kcheck: results/load/kcheck-*.json
+    "crosscheck": 1,    # python -m load.crosscheck: results/load/crosscheck-*.json
     "feathers": 1,      # python -m studies feathers: results/load/feathers-*.json
     "fernando": 1,      # python -m studies fernando: results/load/fernando-*.json
     "push": 1,          # python -m studies push: results/load/push-*.json

@@ -1,6 +1,6 @@
 """The report's Fernando & Engel section (studies/fernando/report.py) from a small real
 result file: tests/data/fernando-small.json, written by
-`python -m load --scenario fernando --impl ws/go_gorilla socketio/node_socketio --clients 10 --runs 2`."""
+`python -m studies fernando --impl ws/go_gorilla socketio/node_socketio --clients 10 --runs 2`."""
 
 from __future__ import annotations
 

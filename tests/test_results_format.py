@@ -82,7 +82,7 @@ def test_read_refuses_another_kind_than_asked_and_a_file_cut_short(tmp_path):
 
 
 def test_the_lab_examples_validate(tmp_path):
-    """tests/data (real runs of python -m load --scenario fernando, load.push and
+    """tests/data (real runs of python -m studies fernando, python -m studies push and
     capture.push, trimmed) and the report tests' latency and capture results."""
     for path in sorted(DATA.glob("*.json")):
         assert results.validate(path)["schema"].startswith("protolab."), path
