@@ -69,7 +69,7 @@ from contract.codec import dumpb
 from lab import dataset, workload
 from lab.context import run_context
 from lab.host.netns import veth_namespace
-from lab.registry import CRUD_OPERATIONS
+from lab.registry import CRUD_CALLS
 from lab.stack import running_lab
 from lab.workload import CAPTURE
 
@@ -226,7 +226,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
             lab = stack.enter_context(running_lab(names, "native"))
         progress(f"lab up in {time.monotonic() - started:.1f} s: "
                  + ", ".join(f"{k} {v}" for k, v in lab.endpoints.items()))
-        impls = [i for i in lab.implementations if i.serves(*CRUD_OPERATIONS)]  # push: capture/push.py
+        impls = [i for i in lab.implementations if i.serves(*CRUD_CALLS)]  # push: capture/push.py
         protocols = {i.name: i.protocol for i in impls}
         ports = {i.name: service_port(lab.endpoints[i.name]) for i in impls}
         db_port = urlparse(lab.database.uri).port

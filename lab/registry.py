@@ -75,7 +75,7 @@ LANGUAGE_ORDER = ("python", "go", "node")
 # What an implementation serves unless its manifest says otherwise (`operations`):
 # the contract's CRUD operations and a health call. A push-only one (SSE) says
 # operations = ["health", "subscribe"]; the suites select by it (lab/pytest_plugin/fixtures.py).
-CRUD_OPERATIONS = ("create", "get", "list", "update", "delete", "health")
+CRUD_CALLS = ("create", "get", "list", "update", "delete", "health")
 
 
 class BuildFailed(RuntimeError):
@@ -100,7 +100,7 @@ class Implementation:
     lockfile: str = "python"
     packages: tuple[str, ...] = ()
     dockerfile: str = "Dockerfile"
-    operations: tuple[str, ...] = CRUD_OPERATIONS
+    operations: tuple[str, ...] = CRUD_CALLS
     warmup_calls: int | None = None  # [bench] warmup_calls: untimed calls before the latency suite measures it
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -267,7 +267,7 @@ def _load(path: Path) -> Implementation:
             lockfile=versions.get("lockfile", "python"),
             packages=tuple(versions.get("packages", manifest.get("packages", ()))),
             dockerfile=manifest.get("docker", {}).get("dockerfile", "Dockerfile"),
-            operations=tuple(manifest.get("operations", CRUD_OPERATIONS)),
+            operations=tuple(manifest.get("operations", CRUD_CALLS)),
             warmup_calls=_warmup_calls(path, manifest.get("bench", {})),
             manifest=manifest)
     except KeyError as exc:

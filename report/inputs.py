@@ -8,11 +8,11 @@ from typing import Any
 
 from lab import results
 from lab.settings import MODES, RUN_COMMAND
+from lab.workload import LATENCY
 from report import grouping
 
-__all__ = ["MODES", "OPERATIONS", "RUN_COMMAND", "Inputs", "load", "missing"]
+__all__ = ["MODES", "LATENCY", "RUN_COMMAND", "Inputs", "load", "missing"]
 
-OPERATIONS = ("insert", "fetch-one", "fetch-100")
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Inputs:
 
     def operations(self) -> list[str]:
         found = {op for run in self.runs.values() for op in run["results"]}
-        return [*(op for op in OPERATIONS if op in found), *sorted(found - set(OPERATIONS))]
+        return [*(op for op in LATENCY if op in found), *sorted(found - set(LATENCY))]
 
     def subjects(self) -> list[str]:
         """Implementations by protocol, then by language within a protocol (report.grouping),
@@ -115,7 +115,7 @@ def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:
         if ctx.get("mode") != mode:
             out.append(f"`{mode}-latest.json` says it is a {ctx.get('mode')} run.")
         results = run["results"]
-        for op in OPERATIONS:
+        for op in LATENCY:
             if op not in results:
                 out.append(f"{mode} mode: no **{op}** results (run filtered or failed); "
                            f"run `{RUN_COMMAND[mode]}`.")

@@ -25,7 +25,7 @@ from contract.grpc_codec import game_to_message
 from contract.validate import rest_response_errors
 from lab import dataset
 from lab.pytest_plugin.fixtures import implementations
-from lab.registry import CRUD_OPERATIONS, discover
+from lab.registry import CRUD_CALLS, discover
 
 PROTOCOL = {impl.name: impl.protocol for impl in discover()}
 JSON_PROTOCOLS = ("rest", "graphql", "ws", "socketio")
@@ -81,7 +81,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     applies = metafunc.definition.get_closest_marker("protocols")
     metafunc.parametrize("served", implementations(
-        *CRUD_OPERATIONS, where=lambda impl: applies is None or impl.protocol in applies.args), indirect=True)
+        *CRUD_CALLS, where=lambda impl: applies is None or impl.protocol in applies.args), indirect=True)
 
 
 @pytest.fixture

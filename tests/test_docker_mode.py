@@ -29,7 +29,7 @@ import pytest
 from lab import dataset, settings
 from lab.database import secantus_flags
 from lab.host import compose, dockerd
-from lab.registry import CRUD_OPERATIONS, discover
+from lab.registry import CRUD_CALLS, discover
 from lab.stack import Lab, running_lab
 
 IMPLEMENTATIONS = discover()
@@ -173,7 +173,7 @@ def _one_round(lab: Lab, name: str, game: dict, other: dict) -> None:
     client = lab.client(name)
     try:
         client.health()
-        if not lab.implementation(name).serves(*CRUD_OPERATIONS):
+        if not lab.implementation(name).serves(*CRUD_CALLS):
             return  # a push service (SSE): its health call reached the database; tests/test_push.py has the rest
         created = client.create(game)
         game_id = created["id"]

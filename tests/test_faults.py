@@ -25,7 +25,7 @@ from contract.errors import DEADLINE_EXCEEDED, UNAVAILABLE, ContractError
 from lab import dataset, results, settings
 from lab.context import host_context
 from lab.database import EmbeddedServer
-from lab.registry import CRUD_OPERATIONS, select
+from lab.registry import CRUD_CALLS, select
 from lab.stack import Lab, running_lab
 
 FAULTS = settings.RESULTS / "faults"
@@ -44,7 +44,7 @@ def lab_on(server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     db = server.start()
     monkeypatch.setenv("MONGODB_URI", db.uri)
     monkeypatch.setenv("MONGODB_TIMEOUT_MS", str(TIMEOUT_MS))
-    crud = [i.name for i in select() if i.serves(*CRUD_OPERATIONS)]
+    crud = [i.name for i in select() if i.serves(*CRUD_CALLS)]
     try:
         with running_lab(crud, mode="native") as lab:
             yield lab

@@ -29,13 +29,13 @@ import pytest
 from clients.protocols import get as protocol
 from lab import dataset
 from lab.processes import tcp_sockets
-from lab.pytest_plugin.fixtures import CRUD_OPERATIONS
+from lab.pytest_plugin.fixtures import CRUD_CALLS
 from lab.registry import select
 
 TIMEOUT = 10.0
 HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)
-           and i.serves(*CRUD_OPERATIONS)]
-NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_OPERATIONS))
+           and i.serves(*CRUD_CALLS)]
+NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_CALLS))
 # One WebSocket per client: the WebSocket protocol and socket.io over its WebSocket transport.
 WS_HOLDING = [n for n in HOLDING if n.startswith(("ws/", "socketio/"))]
 # Each of the 1,000 connections stays open until HOLD_S after the clients began

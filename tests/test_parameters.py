@@ -8,7 +8,7 @@ import shutil
 
 from lab import registry
 from lab.pytest_plugin.fixtures import IMPLEMENTATIONS, implementations
-from lab.registry import CRUD_OPERATIONS, TOOLCHAIN_HINTS, discover
+from lab.registry import CRUD_CALLS, TOOLCHAIN_HINTS, discover
 
 
 def _names(params: list) -> list:
@@ -22,8 +22,8 @@ def _skips(params: list) -> list[str]:
 def test_the_crud_parameters_are_the_crud_implementations_only():
     here = [i for i in discover() if not i.missing()]
     assert _skips(IMPLEMENTATIONS) == []
-    assert _names(IMPLEMENTATIONS) == [i.name for i in here if i.serves(*CRUD_OPERATIONS)]
-    assert [i.name for i in here if not i.serves(*CRUD_OPERATIONS)], "a push-only implementation to leave out"
+    assert _names(IMPLEMENTATIONS) == [i.name for i in here if i.serves(*CRUD_CALLS)]
+    assert [i.name for i in here if not i.serves(*CRUD_CALLS)], "a push-only implementation to leave out"
 
 
 def test_an_operation_and_a_filter_narrow_the_parameters():

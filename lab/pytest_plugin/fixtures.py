@@ -14,7 +14,7 @@ import pytest
 
 from clients.base import GameClient
 from lab import settings
-from lab.registry import CRUD_OPERATIONS, Implementation, discover, missing_line
+from lab.registry import CRUD_CALLS, Implementation, discover, missing_line
 from lab.stack import Lab, running_lab
 
 
@@ -33,7 +33,7 @@ def implementations(*operations: str, where: Callable[[Implementation], bool] = 
 
 
 # The CRUD suites' parameters: every implementation here that serves CRUD (not the push-only ones).
-IMPLEMENTATIONS = implementations(*CRUD_OPERATIONS)
+IMPLEMENTATIONS = implementations(*CRUD_CALLS)
 LAB_KEY = pytest.StashKey[Lab]()
 
 

@@ -19,11 +19,11 @@ from typing import Any
 
 from lab import settings
 from lab.host import compose
+from lab.workload import LATENCY
 
 BENCHMARKS = settings.RESULTS / "benchmarks"
 STATS = ("mean", "min", "max", "stddev", "median")
 HEADS = {"stddev": "σ"}
-OPERATIONS = ("insert", "fetch-one", "fetch-100")
 
 
 def read_run(path: Path) -> dict[str, Any]:
@@ -121,7 +121,7 @@ def report(native: dict[str, Any], docker: dict[str, Any]) -> str:
     warning = interpreter_warning(native["context"], docker["context"])
     if warning:
         lines += [warning, ""]
-    found = [*OPERATIONS, *sorted((set(native["results"]) | set(docker["results"])) - set(OPERATIONS))]
+    found = [*LATENCY, *sorted((set(native["results"]) | set(docker["results"])) - set(LATENCY))]
     for operation in found:
         if operation in native["results"] or operation in docker["results"]:
             lines += table(operation, native["results"].get(operation, {}),

@@ -51,8 +51,9 @@ from typing import Any
 from lab import results as lab_results
 from lab import settings
 from lab.context import host_context
-from lab.stats.compare import BENCHMARKS, OPERATIONS, load, read_run
+from lab.stats.compare import BENCHMARKS, load, read_run
 from lab.stats.statistics import cycles_of, paired_ratios
+from lab.workload import LATENCY
 
 
 def run_once(mode: str, extra: list[str]) -> Path:
@@ -73,7 +74,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict
     {mode: [result, ...]} (results as benchmarks/conftest.py writes them, in run order)."""
     modes = list(runs)
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for op in OPERATIONS:
+    for op in LATENCY:
         subjects = [s for s in runs[modes[0]][0]["results"].get(op, {})]
         for subject in subjects:
             cell: dict[str, Any] = {}
@@ -269,7 +270,7 @@ def check(paths: list[Path], tolerance: float, statistic: str = "paired") -> tup
     ok = True
     lines = [f"{STATISTICS[statistic]}, per run ({', '.join(p.name for p in paths)}); "
              f"dev: largest deviation from the middle (median) of the runs, tolerance ±{tolerance:.0%}"]
-    ops = [op for op in OPERATIONS if any(op in r for r in runs)]
+    ops = [op for op in LATENCY if any(op in r for r in runs)]
     ops += sorted({op for r in runs for op in r} - set(ops))
     for op in ops:
         lacking = [i + 1 for i, r in enumerate(runs) if not r.get(op)]
@@ -343,7 +344,7 @@ def spread_over_time(paths: list[Path], count: int, tolerance: float, statistic:
                                               f"({statistics.median(devs):.1%})")
     names = {"first": "first", "middle": "middle", "last": "last", "spread": "spread evenly", "all": "all cycles"}
     lines.append(f"{'':<12}" + "".join(f"{names[w]:>16}" for w in ways))
-    for op in [o for o in OPERATIONS if o in scored] + sorted(set(scored) - set(OPERATIONS)):
+    for op in [o for o in LATENCY if o in scored] + sorted(set(scored) - set(LATENCY)):
         lines.append(f"{op:<12}" + "".join(f"{scored[op].get(w, '-'):>16}" for w in ways))
     return "\n".join(lines)
 
@@ -379,7 +380,7 @@ def following(paths: list[Path], window: int, statistic: str = "paired") -> str:
     lines = [f"how the ratios follow direct's speed within each run (windows of {window} cycles; "
              f"d ln ratio / d ln direct's median, median over subjects; {STATISTICS[statistic]}):",
              f"{'':<12}" + "".join(f"{'run ' + str(i + 1):>9}" for i in range(len(paths)))]
-    for op in [o for o in OPERATIONS if any(o in f for f in found)]:
+    for op in [o for o in LATENCY if any(o in f for f in found)]:
         lines.append(f"{op:<12}" + "".join(f"{f[op]:>+9.2f}" if op in f else f"{'-':>9}" for f in found))
     lines.append("(-0.2: where direct ran 10 % slower, the ratios read about 2 % lower)")
     return "\n".join(lines)
@@ -401,7 +402,7 @@ def speed_strata(paths: list[Path], strata: int, tolerance: float, window: int =
              f"cut over the runs' cycles together; each run's ratio = geometric mean over the strata of its "
              f"median per-cycle ratio there; dev from the middle run's, tolerance ±{tolerance:.0%}):"]
     within = total = 0
-    for op in [o for o in OPERATIONS if all(o in r and "direct" in r[o] for r, _ in loaded)]:
+    for op in [o for o in LATENCY if all(o in r and "direct" in r[o] for r, _ in loaded)]:
         levels, per_cycle = [], []
         for rounds, design in loaded:
             rows = rounds[op]

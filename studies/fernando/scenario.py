@@ -33,12 +33,12 @@ from studies.fernando import STUDY
 
 SCENARIO = STUDY.published()["scenario"]
 CLIENTS: tuple[int, ...] = tuple(SCENARIO["clients"])   # the study: 100, 200, 400, 600, 800, 1,000 (--clients)
-OPERATIONS: tuple[str, ...] = tuple(SCENARIO["operations"])  # echo, broadcast
+SERVED: tuple[str, ...] = tuple(SCENARIO["operations"])  # echo, broadcast
 
 
 def default() -> list[str]:
     """Every implementation that serves echo and broadcast (the study's WebSocket libraries)."""
-    return [i.name for i in select() if i.serves(*OPERATIONS)]
+    return [i.name for i in select() if i.serves(*SERVED)]
 
 
 def parser() -> argparse.ArgumentParser:
