@@ -125,7 +125,7 @@ def _fetch_state() -> list[dict[str, Any]]:
     return list(fetch_games())
 
 
-OPERATIONS: dict[str, Operation] = {o.name: o for o in (
+OPERATIONS = {o.name: o for o in (
     Operation("insert", "create", lambda c: lambda: c.create(insert_game()), _check_insert, list, False,
               creates=True, latency=True, capture=True),
     Operation("fetch-one", "get", lambda c: lambda: c.get(fetch_id()), _check_fetch_one, _fetch_state, True,
