@@ -77,7 +77,10 @@ def run_context(mode: str, database: Database, implementations: list[Implementat
             i.name: {"protocol": i.protocol, "language": i.language, "library": i.library,
                      "server": i.server, "operations": list(i.operations),
                      # how it was started: the manifest's [run] command, with its runtime's flags
-                     "command": list(i.command), "versions": i.versions()} for i in implementations},
+                     "command": list(i.command), "versions": i.versions(),
+                     # what was tuned beyond the idiomatic code, and why (services/README.md)
+                     **({"tuned": i.manifest["tuned"]} if i.manifest.get("tuned") else {})}
+            for i in implementations},
         "client_versions": {p: _version(p) for p in CLIENT_PACKAGES},
         "python": platform.python_version(),
         # The services' interpreter: in Docker mode the containers' (see "docker").

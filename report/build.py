@@ -152,6 +152,7 @@ def latency_section(page: Page, inputs: Inputs) -> None:
                 page.add(Para(f"{mode} mode: no {op} results.", "missing"))
                 continue
             base = rows.get("direct", {}).get("median")
+            tuned = {n: i["tuned"] for n, i in run["context"].get("implementations", {}).items() if i.get("tuned")}
             body = []
             for s in subjects:
                 language = grouping.language_label(inputs.language_of(s)) or "–"
@@ -159,11 +160,13 @@ def latency_section(page: Page, inputs: Inputs) -> None:
                     body.append([s, label(inputs.protocol_of(s)), language, *["–"] * (len(STATS) + 2)])
                     continue
                 r = rows[s]
-                body.append([s, label(inputs.protocol_of(s)), language, f"{int(r['rounds']):,}",
+                body.append([f"{s} †" if s in tuned else s, label(inputs.protocol_of(s)), language,
+                             f"{int(r['rounds']):,}",
                              *(n0(r[k]) for k in STATS), ratio(r["median"], base)])
             page.add(Table(["implementation", "protocol", "language", "rounds",
                             *(STAT_HEAD.get(k, k) for k in STATS), "× direct"], body,
-                           caption=f"{op}, {mode} mode (µs), by protocol and by language within it",
+                           caption=f"{op}, {mode} mode (µs), by protocol and by language within it"
+                           + "".join(f"; † {n}: tuned — {t}" for n, t in tuned.items() if n in rows),
                            anchor=f"t-{op}-{mode}"))
             head, grid = grouping.protocol_language_grid(rows, subjects, inputs.protocol_of, inputs.language_of)
             if len(head) > 2:  # more than one language: the same protocol side by side
