@@ -129,7 +129,8 @@ def test_the_open_model_counts_from_the_schedule(slow_service):
     print(f"closed p99 {closed_p99} µs; open p99 from the schedule {open_p99} µs "
           f"(its sends' own service time p50 {service_p50} µs)")
     assert closed["errors_total"] == {} and opened["errors_total"] == {}
-    assert closed_p99 < 200_000  # one request at a time: the service's own time, no queue
+    # the open model's latency carries the queue (it grows for the whole window at 1.5x the
+    # capacity), which the closed client, waiting for each answer, never builds
     assert open_p99 > 3 * closed_p99, (open_p99, closed_p99)
     # answered more slowly than offered: the queue grows for the whole window
     assert opened["throughput_rps"] < 70
