@@ -40,7 +40,11 @@ from load.engine import LocustRun, Plan
 GENERATOR_CPU_LIMIT = 0.60   # of the generator's cores
 P99_LIMIT_MS = 50.0          # the open model's knee: the highest rate held at p99 ≤ this
 HELD_FRACTION = 0.95         # ... answering at least this share of the offered rate, no errors
-WAKE_LAG_LIMIT_MS = 5.0      # open model: a p99 of the generator's lateness above this: it could not hold the rate
+# Open model: a p99 of the generator's own lateness (a send due, its user woken late) above
+# this, a fifth of the knee's p99 limit, is the generator's share of the tail, not the
+# service's: it could not hold the rate. On this 2-core machine the loop's p99 lateness
+# was 1.2-4 ms at 200-600 requests/s and 11 % / 31 % CPU (2026-12-02, 20 users).
+WAKE_LAG_LIMIT_MS = 10.0
 CLOSED_CLIENTS = (10, 50, 100, 500, 1000)
 # Warm-up + window of one run, at most: long enough for a round of 1,000
 # clients on the slowest service (GraphQL on graphene, ~150 requests/s at 1,000
