@@ -248,8 +248,10 @@ def main(args: argparse.Namespace) -> int:
 def line(operation: str, name: str, cell: dict[str, Any]) -> str:
     lat = cell["latency_us"]
     errors = f"  errors {cell['errors']}" if cell["errors"] else ""
+    py = (cell.get("python_client_latency_us") or {}).get("p50")
+    p99 = f"{lat['p99']:>8,}" if lat["p99"] is not None else "       –"
     return (f"{operation:<9} {name:<34} {cell['client']:<32} median {lat['p50'] or 0:>8,} µs  "
-            f"p99 {lat['p99'] or 0:>8,} µs  ({cell['answered']}/{cell['calls']}){errors}")
+            f"p99 {p99} µs  Python client {py or 0:>8,} µs  ({cell['answered']}/{cell['calls']}){errors}")
 
 
 def parser() -> argparse.ArgumentParser:
