@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from lab.processes import Process, free_port
+from lab.processes import free_port
 from load import ui
 from load.common import prepare
-from tests.test_report import DevTools, _chromium
+from tests.test_report import DevTools, _chromium, headless_chromium
 
 ROWS = ("JSON.stringify(Array.from(document.querySelectorAll('tr'))"
         ".map(r => Array.from(r.cells).map(c => c.textContent)))")
@@ -43,26 +41,11 @@ def test_the_web_ui_starts_a_run_and_shows_its_requests(lab, tmp_path):
     port = free_port()
     with open(tmp_path / "locust.log", "wb") as log:
         procs = ui.start(lab, port, workers=0, log=log)
-    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
-    scratch = tempfile.mkdtemp(prefix="protolab-chromium-")
-    chromium = None
+    chromium = scratch = None
     try:
         _wait_http(f"http://127.0.0.1:{port}/")
-        chromium = Process("chromium", [
-            browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-            f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
-            "--window-size=1280,900", "about:blank"], tmp_path / "chromium.log", env={"TMPDIR": scratch})
-        port_file = Path(profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + 20
-        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
-            assert chromium.popen.poll() is None, f"chromium exited: {chromium.log_tail()}"
-            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
-            time.sleep(0.05)
-        devtools_port = port_file.read_text().split()[0]
-        with urllib.request.urlopen(f"http://127.0.0.1:{devtools_port}/json/list", timeout=10) as resp:
-            page = next(t for t in json.load(resp) if t["type"] == "page")
-        dt = DevTools(page["webSocketDebuggerUrl"])
+        chromium, url, scratch = headless_chromium(browser, tmp_path)
+        dt = DevTools(url)
         try:
             for domain in ("Runtime", "Page"):
                 dt.call(f"{domain}.enable")
@@ -99,7 +82,8 @@ def test_the_web_ui_starts_a_run_and_shows_its_requests(lab, tmp_path):
         for proc in procs:
             proc.terminate()
             proc.wait(15)
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     print(f"Locust's table: {row}; the lab's: {lab_rows}")
     assert row, "no fetch-one row in Locust's statistics table"
     assert int(row[2].replace(",", "")) > 0 and row[3] == "0", row  # requests counted, none failed

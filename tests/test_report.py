@@ -245,6 +245,36 @@ def _chromium() -> str | None:
     return shutil.which("chromium")
 
 
+def headless_chromium(browser: str, tmp_path: Path) -> tuple[Process, str, str]:
+    """Chromium, headless, in its own process group (stopped with its helpers by
+    Process.stop): (the process, its first page's DevTools URL, its scratch directory,
+    which the caller removes). Its scratch directories (org.chromium.Chromium.*, which
+    it leaves behind) go to a short temporary path: tmp_path is too long for its socket."""
+    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
+    scratch = tempfile.mkdtemp(prefix="protolab-chromium-")
+    chromium = Process("chromium", [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
+        "--window-size=1280,900", "about:blank"], tmp_path / "chromium.log",
+        env={"TMPDIR": scratch})
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 20
+        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
+            assert chromium.popen.poll() is None, f"chromium exited: {chromium.log_tail()}"
+            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
+            time.sleep(0.05)
+        port = port_file.read_text().split()[0]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+            page = next(t for t in json.load(resp) if t["type"] == "page")
+    except BaseException:
+        chromium.stop(grace=10)
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return chromium, page["webSocketDebuggerUrl"], scratch
+
+
 class DevTools:
     """Just enough of the DevTools protocol: commands, and the events seen meanwhile."""
 
@@ -299,28 +329,9 @@ def test_report_renders_in_headless_chromium(tmp_path):
         pytest.skip("no chromium, and not root to install it with apt (apt-get install chromium)")
     results = make_results(tmp_path / "results", docker=True)
     paths, _ = write(results, results, head="0" * 40, discovered=NAMES)
-    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp_path)
-    # Chromium's own scratch directories (org.chromium.Chromium.*, which it leaves behind) go
-    # here and are removed after; not under tmp_path, whose path is too long for its socket.
-    scratch = tempfile.mkdtemp(prefix="protolab-chromium-")
-    # Its own process group, stopped with its helpers (zygote, renderer) by Process.stop.
-    chromium = Process("chromium", [
-        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--remote-allow-origins=*",
-        "--window-size=1280,900", "about:blank"], tmp_path / "chromium.log",
-        env={"TMPDIR": scratch})
+    chromium, url, scratch = headless_chromium(browser, tmp_path)
     try:
-        port_file = Path(profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + 20
-        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
-            assert chromium.popen.poll() is None, f"chromium exited: {chromium.log_tail()}"
-            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
-            time.sleep(0.05)
-        port = port_file.read_text().split()[0]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
-            page = next(t for t in json.load(resp) if t["type"] == "page")
-        dt = DevTools(page["webSocketDebuggerUrl"])
+        dt = DevTools(url)
         try:
             for domain in ("Runtime", "Log", "Page"):
                 dt.call(f"{domain}.enable")
