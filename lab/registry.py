@@ -114,9 +114,10 @@ class Implementation:
         slug = self.name.replace("/", "-") if any("{out}" in part for part in self.build_command) else "shared"
         return settings.cache_dir() / "builds" / f"{slug}-{self.input_hash()}"
 
-    def expand(self, parts: Sequence[str], *, python: str = sys.executable, root: Path = ROOT,
+    def expand(self, parts: Sequence[str], *, python: str = sys.executable, root: Path | None = None,
                out: Path | None = None, **extra: str) -> list[str]:
         """`extra`: placeholders of a command's own (a cross-check client's {plan})."""
+        root = ROOT if root is None else root
         values = {"python": python, "root": str(root), "dir": str(root / self.path.relative_to(ROOT)),
                   "out": str(out if out is not None else self.out_dir()), **extra}
         return [part.format(**values) for part in parts]
@@ -169,11 +170,19 @@ class Implementation:
             if done.returncode != 0:
                 raise BuildFailed(f"building {self.name} failed (exit {done.returncode}):\n"
                                   f"{(done.stdout + done.stderr)[-3000:]}")
-            (out / ".built").write_text(" ".join(self.expand(self.build_command, out=out)) + "\n")
+            self._marker(out).write_text(" ".join(self.expand(self.build_command, out=out)) + "\n")
         return out
 
+    def _marker(self, out: Path) -> Path:
+        """Written once the build has succeeded. A build into the tree (npm ci's
+        node_modules) keeps it inside that output: the cache directory is shared by
+        every clone on the machine, and a marker there would call a clone's
+        half-written node_modules built while another process's npm ci still fills it."""
+        return ROOT / self.build_output / f".protolab-built-{self.input_hash()}" if self.build_output \
+            else out / ".built"
+
     def _built(self, out: Path) -> bool:
-        return (out / ".built").exists() and (not self.build_output or (ROOT / self.build_output).exists())
+        return self._marker(out).exists()
 
     def serves(self, *operations: str) -> bool:
         return set(operations) <= set(self.operations)

@@ -192,3 +192,39 @@ def test_tests_that_change_the_host_share_one_worker():
             assert scope_of(f"tests/{file}::test_x[rest/python_flask]") == group
     other = "tests/test_conformance.py::test_get[rest/python_flask]"
     assert scope_of(other) == other
+
+
+def test_a_clone_waits_for_a_build_into_its_tree_that_another_process_is_running(tmp_path, monkeypatch):
+    """The build cache is shared by every clone on the machine; a build whose output is in
+    the tree (npm ci's node_modules) is built in each clone, and a caller that arrives while
+    another is still building it waits for the finished output (CI once ran node on a
+    half-written node_modules: the first clone's marker in the cache called it built)."""
+    import threading
+
+    from lab import registry
+
+    monkeypatch.setenv("PROTOLAB_CACHE", str(tmp_path / "cache"))
+    step = ["sh", "-c", "rm -rf {dir}/out && mkdir {dir}/out && sleep 1 && echo done > {dir}/out/file"]
+
+    def impl_in(clone: Path) -> registry.Implementation:
+        (clone / "pkg").mkdir(parents=True)
+        (clone / "pkg" / "lock").write_text("same inputs in every clone\n")
+        monkeypatch.setattr(registry, "ROOT", clone)
+        return registry.Implementation(
+            name="test/sh_build", protocol="test", language="sh", library="sh", server="", path=clone / "pkg",
+            command=("true",), endpoint="", build_command=tuple(step), build_inputs=("pkg/lock",),
+            build_output="pkg/out", needs=("sh",))
+
+    impl_in(tmp_path / "first").build()
+    assert (tmp_path / "first" / "pkg" / "out" / "file").exists()
+
+    second = impl_in(tmp_path / "second")
+    builder = threading.Thread(target=second.build)
+    builder.start()
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "second" / "pkg" / "out").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (tmp_path / "second" / "pkg" / "out").exists(), "the build never started"
+    second.build()  # arrives while the other build is writing its output
+    assert (tmp_path / "second" / "pkg" / "out" / "file").read_text() == "done\n"
+    builder.join(timeout=10)
