@@ -39,6 +39,9 @@ What a descriptor says:
                      and run as its crosscheck.toml says), or None with `no_crosscheck` saying why
     crosscheck_plan  "module:function" (endpoint, op, params) -> the request as data, exactly as its
                      client sends it (clients.<p>.client:wire_plan): what the cross-check client sends
+    codegen          "module:function" (go_install) -> the paths it wrote: regenerates the committed
+                     code this protocol generates from the contract (clients.<p>.codegen:write; run by
+                     `python -m lab.codegen`), or None: nothing of its own is generated
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class Protocol:
     crosscheck: str | None = None
     crosscheck_plan: str | None = None
     no_crosscheck: str = ""
+    codegen: str | None = None
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport
@@ -114,6 +118,11 @@ class Protocol:
 
     def crosscheck_dir(self) -> Path | None:
         return HERE / self.name / self.crosscheck if self.crosscheck else None
+
+    def codegen_function(self) -> Callable[[Callable[[str, str, str], Path]], list[Path]]:
+        if not self.codegen:
+            raise ValueError(f"{self.name}: nothing generated from the contract")
+        return _load(self.codegen)
 
     def crosscheck_plan_function(self) -> Callable[[str, str, dict[str, Any]], dict[str, Any]]:
         """wire_plan(endpoint, op, params): the request its cross-check client sends."""

@@ -2,11 +2,11 @@
 
     tally = fuzz.run(lab, "rest/python_flask", cases=200, seed=1)
 
-Cases come from the contract's own description of each protocol: schemathesis
-reads openapi.yaml (REST, positive and negative data), hypothesis-graphql the
-GraphQL SDL, Hypothesis strategies built from the proto's descriptors (gRPC)
-and from ws-protocol.schema.json (WebSocket), plus bytes that are not a
-message at all. Each case is sent to the running service; the run checks:
+Cases come from each protocol's fuzz strategies (its descriptor's `fuzzer`,
+clients/<protocol>/fuzz.py), built from the contract file that describes the
+protocol (schemathesis on openapi.yaml with positive and negative data, a
+schema's SDL, the proto's descriptors, ws-protocol.schema.json), plus bytes
+that are not a message at all. Each case is sent to the running service; the run checks:
 
 - no 5xx / INTERNAL / UNKNOWN answer, and the answer is the contract's;
 - the stored data changed only by calls the service acknowledged, and as they

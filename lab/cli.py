@@ -91,10 +91,10 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def list_implementations(args: argparse.Namespace) -> int:
-    for impl in discover():
+    for position, impl in enumerate(discover()):
         missing = f"  [left out: needs {', '.join(impl.missing())}]" if impl.missing() else ""
         print(f"{impl.name:<30} {impl.protocol:<8} {impl.language:<7} {impl.library:<18} "
-              f"{impl.server}{missing}")
+              f"port +{impl.port_offset(position):<4} {impl.server}{missing}")
     return 0
 
 
@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                               help="start with an empty collection (default: the dataset's 3,424 games)")
     serve_parser.add_argument("--port-base", type=int, metavar="N",
                               help="fixed ports: the database on N, each service on N + its manifest's "
-                                   "port_offset (units: rest 1, grpc 2, graphql 3, ws 4, socketio 5, soap 6, sse 7; "
-                                   "tens: python 0, go 2, node 4); default: free ports")
+                                   "[run] port_offset (services/<protocol>/<implementation>/manifest.toml; "
+                                   "`protolab list` prints them); default: free ports")
     serve_parser.add_argument("--host", metavar="ADDR",
                               help="address the services bind (default 127.0.0.1; 0.0.0.0: every interface)")
     serve_parser.add_argument("--dial-host", metavar="ADDR",

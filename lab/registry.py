@@ -22,7 +22,7 @@ The manifest (the same format for every language; services/README.md):
 
     [versions]                        # where the library versions come from
     lockfile = "services/go.mod"      # go.mod, package-lock.json, or "python" (the lab's environment)
-    packages = ["google.golang.org/grpc"]
+    packages = ["go.mongodb.org/mongo-driver/v2"]
 
     [docker]
     dockerfile = "../../../docker/go/Dockerfile"   # relative to the folder
@@ -73,7 +73,7 @@ LANGUAGE_ORDER = ("python", "go", "node")
 
 
 # What an implementation serves unless its manifest says otherwise (`operations`):
-# the contract's CRUD operations and a health call. A push-only one (SSE) says
+# the contract's CRUD operations and a health call. A push-only one says
 # operations = ["health", "subscribe"]; the suites select by it (lab/pytest_plugin/fixtures.py).
 CRUD_CALLS = ("create", "get", "list", "update", "delete", "health")
 

@@ -91,8 +91,8 @@ class _Counted:
 
 _Counted.install()
 
-# Every protocol's load client, imported before any connection is made (gRPC's
-# gevent support must be initialised before its first channel).
+# Every protocol's load client, imported before any connection is made (a library's
+# gevent support may need initialising before its first connection).
 CONNECT = {name: p.load_connect() for name, p in PROTOCOLS.items() if p.load_client}
 RESULT_MESSAGE = "lab_result"
 DONE_MESSAGE = "lab_user_done"
@@ -145,7 +145,7 @@ def _dial(endpoint: str) -> str:
     dial = os.environ.get("LAB_LOAD_DIAL")
     if not dial:
         return endpoint
-    if "://" not in endpoint:  # host:port (gRPC)
+    if "://" not in endpoint:  # a bare host:port
         return f"{dial}:{endpoint.rsplit(':', 1)[1]}"
     parts = urlsplit(endpoint)
     return urlunsplit(parts._replace(netloc=f"{dial}:{parts.port}"))

@@ -47,8 +47,8 @@ HELD_FRACTION = 0.95         # ... answering at least this share of the offered 
 WAKE_LAG_LIMIT_MS = 10.0
 CLOSED_CLIENTS = (10, 50, 100, 500, 1000)
 # Warm-up + window of one run, at most: long enough for a round of 1,000
-# clients on the slowest service (GraphQL on graphene, ~150 requests/s at 1,000
-# clients: 6.7 s a round) and for the 1,000 answers a p99 needs.
+# clients on the slowest service (~150 requests/s at 1,000 clients in the sweep of
+# 2026-12-02: 6.7 s a round) and for the 1,000 answers a p99 needs.
 MAX_RUN_S = 16.0
 SLACK_S = 0.5                # after the window, before the stop
 TAIL_ANSWERS = histograms.NEEDED["p99"]

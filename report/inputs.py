@@ -120,7 +120,7 @@ def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:
                 out.append(f"{mode} mode: no **{op}** results (run filtered or failed); "
                            f"run `{RUN_COMMAND[mode]}`.")
         listed = list(ctx.get("implementations", {}))
-        # A push-only implementation (SSE: its manifest's operations have no
+        # A push-only implementation (its manifest's operations have no
         # "get") never has a latency row; older runs listed them without saying.
         crud = [name for name in listed if _serves_crud(name, ctx, discovered)]
         for op, rows in results.items():

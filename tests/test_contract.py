@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from clients.grpc.codegen import GO_DIR, generate, generate_go
 from contract import games_pb2 as pb
 from contract.game import FIELDS, LANGUAGE_DETAIL_FIELDS, check_game
 from lab import dataset
-from lab.codegen import GO_DIR, generate, generate_go
+from lab.host.tools import go_install
 from lab.registry import TOOLCHAIN_HINTS
 from lab.settings import ROOT
 from services.soap.python_spyne.wsdl import WSDL, wsdl
@@ -39,7 +40,7 @@ def test_wsdl_is_the_served_one(monkeypatch):
 @pytest.mark.skipif(shutil.which("go") is None, reason=f"Go is not installed: {TOOLCHAIN_HINTS['go']}")
 def test_generated_go_grpc_code_is_current():
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate_go(Path(tmp))
+        fresh = generate_go(Path(tmp), go_install)
     for name, text in fresh.items():
         assert (GO_DIR / name).read_text() == text, f"run: python -m lab.codegen ({name} is stale)"
 

@@ -54,11 +54,14 @@ def test_grpc_lists_its_services_by_reflection_and_answers_health(impl, lab):
         assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+GRPCURL = ("github.com/fullstorydev/grpcurl/cmd/grpcurl", "v1.9.3", "grpcurl")  # the README's
+
+
 def grpcurl_or_skip() -> str:
     if shutil.which("go") is None and not any(settings.cache_dir().glob("grpcurl-*/bin/grpcurl")):
         pytest.skip("grpcurl is built with Go (go install ...grpcurl@v1.9.3): no Go on this machine")
-    from lab.host.tools import grpcurl
-    return str(grpcurl())
+    from lab.host.tools import go_install
+    return str(go_install(*GRPCURL))
 
 
 @pytest.mark.parametrize("impl", of("grpc"))

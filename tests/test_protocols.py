@@ -3,12 +3,18 @@ and the places that used to hold their own tables read it."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import importlib.util
+import re
+from pathlib import Path
+
 import pytest
 
 from capture import report as capture_report
 from capture.dissect import DISSECTOR
 from clients import connect
-from clients.protocols import PROTOCOLS, get
+from clients.protocols import PROTOCOLS, Protocol, get
 from contract.errors import ERRORS, HTTP_STATUS, ContractError
 from lab import settings
 from lab.context import CLIENT_PACKAGES
@@ -35,6 +41,48 @@ def test_the_places_that_had_their_own_tables_read_the_descriptors() -> None:
         assert set(p.client_packages) <= set(CLIENT_PACKAGES)
     assert "direct" not in PROTOCOLS and published.name("direct") == "direct"
     assert capture_report.label("grpc") == "gRPC"
+
+
+# Every hook of a descriptor ("module:function" it names) and what says it does not apply:
+# a field of its own saying why, or None where an empty hook means "nothing of this kind".
+HOOKS = {"client": None, "fuzzer": None, "load_client": "no_load", "crosscheck_plan": "no_crosscheck",
+         "codegen": "nothing generated from the contract"}
+
+
+REF = re.compile(r"[a-z_][\w.]*:[A-Za-z_]\w*")  # "module:function"
+
+
+def _defined(ref: str) -> bool:
+    """`ref` ("module:function") names a top-level function or class of an existing module,
+    read from its source: a load client's module patches its library for gevent on import,
+    which this test process must not."""
+    module, _, attr = ref.partition(":")
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return False
+    tree = ast.parse(Path(spec.origin).read_text())
+    return any(isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == attr for node in tree.body)
+
+
+def test_the_hook_table_names_every_hook_of_the_descriptor() -> None:
+    hooks = {f.name for f in dataclasses.fields(Protocol)
+             if any(isinstance(getattr(p, f.name), str) and REF.fullmatch(getattr(p, f.name))
+                    for p in PROTOCOLS.values())}
+    assert hooks == set(HOOKS), "a new hook: add it to HOOKS, with what says it does not apply"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_descriptor_provides_every_hook_or_says_it_does_not_apply(protocol: str) -> None:
+    p = get(protocol)
+    for hook, why_not in HOOKS.items():
+        ref = getattr(p, hook)
+        if ref:
+            assert _defined(ref), f"{protocol}: {hook} = {ref!r} names nothing"
+        else:
+            assert why_not is not None, f"{protocol}: every protocol needs a {hook}"
+            assert getattr(p, why_not, why_not), f"{protocol}: no {hook}, and {why_not} does not say why"
+    if p.crosscheck:
+        assert (p.crosscheck_dir() / "crosscheck.toml").is_file()
 
 
 def test_an_unknown_protocol_says_where_to_add_it() -> None:

@@ -20,4 +20,4 @@ DESCRIPTOR = Protocol(
                    "(413 when too large, 503 allowed when unavailable)",
     fuzzer="clients.graphql.fuzz:fuzzer", load_client="clients.graphql.load:connect",
     crosscheck="crosscheck",
-    crosscheck_plan="clients.graphql.client:wire_plan")
+    crosscheck_plan="clients.graphql.client:wire_plan", codegen="clients.graphql.codegen:write")

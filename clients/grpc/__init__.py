@@ -15,4 +15,4 @@ DESCRIPTOR = Protocol(
     client_packages=("grpcio", "protobuf"), native_error=grpc_status,
     error_spelling="the gRPC status code of the contract's error table",
     fuzzer="clients.grpc.fuzz:fuzzer", load_client="clients.grpc.load:connect", crosscheck="crosscheck",
-    crosscheck_plan="clients.grpc.client:wire_plan")
+    crosscheck_plan="clients.grpc.client:wire_plan", codegen="clients.grpc.codegen:write")

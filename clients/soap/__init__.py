@@ -17,4 +17,4 @@ DESCRIPTOR = Protocol(
     error_spelling="a SOAP 1.1 Fault: faultcode Client or Server (contract.json column soap), "
                    "the contract code in <detail><code>",
     fuzzer="clients.soap.fuzz:fuzzer", load_client="clients.soap.load:connect", crosscheck="crosscheck",
-    crosscheck_plan="clients.soap.client:wire_plan")
+    crosscheck_plan="clients.soap.client:wire_plan", codegen="clients.soap.codegen:write")

@@ -1,7 +1,7 @@
 """External programs the lab installs once into its cache and reuses.
 
-    from lab.host.tools import grpcurl
-    grpcurl()  # Path of the grpcurl binary, built with `go install` on first use
+    from lab.host.tools import go_install
+    go_install(module, version, binary)  # its Path, built with `go install` on first use
 
 Each is built from its own registry (here the Go module proxy) at a pinned
 version, under a lock so that two runs starting at once build it once.
@@ -16,9 +16,6 @@ import subprocess
 from pathlib import Path
 
 from lab import settings
-
-GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
-GRPCURL_VERSION = "v1.9.3"
 
 
 def go_install(module: str, version: str, binary: str) -> Path:
@@ -40,7 +37,3 @@ def go_install(module: str, version: str, binary: str) -> Path:
             subprocess.run([go, "install", f"{module}@{version}"], check=True, env=env, timeout=1800)
     return path
 
-
-def grpcurl() -> Path:
-    """grpcurl, the command-line gRPC client (it finds services by server reflection)."""
-    return go_install(GRPCURL_MODULE, GRPCURL_VERSION, "grpcurl")
