@@ -65,3 +65,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     session = config.stash[_SESSION]
     if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m lab.results_check [DIR ...]: every result file under the directories
+    (default results/) against its schema; exit 1 naming each one that does not validate.
+    CI runs it after the producing commands (.ci/run)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m lab.results_check", description=main.__doc__)
+    parser.add_argument("dirs", nargs="*", type=Path, default=[settings.RESULTS])
+    args = parser.parse_args(argv)
+    paths = [p for d in args.dirs for p in written_since(d, 0.0)]
+    problems = check(paths)
+    for problem in problems:
+        print(problem)
+    print(f"results format: {len(paths) - len(problems)} of {len(paths)} result file(s) validate against "
+          "lab/schemas/")
+    return 1 if problems or not paths else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

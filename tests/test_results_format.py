@@ -124,6 +124,18 @@ def test_the_session_check_names_each_bad_file_written_since_it_began(tmp_path):
     assert len(problems) == 1 and str(bad) in problems[0] and 'no "schema"' in problems[0]
 
 
+def test_the_ci_check_fails_on_a_bad_file_or_none_and_passes_good_ones(tmp_path, capsys):
+    from lab.results_check import main
+
+    assert main([str(tmp_path)]) == 1  # nothing written is a failure too
+    results.write("cpus", "good", CONTEXT, {"args": {}, "ratios_to_direct": {}, "summary": {}}, tmp_path,
+                  stamped=False)
+    assert main([str(tmp_path)]) == 0
+    (tmp_path / "bad.json").write_text(json.dumps({"results": {}}))
+    assert main([str(tmp_path)]) == 1
+    assert str(tmp_path / "bad.json") in capsys.readouterr().out
+
+
 def test_a_plain_registry_resolves_the_schemas_by_their_ids():
     """What a user's own validator does: every schema in a registry by its $id, nothing else."""
     resources = [Resource.from_contents(json.loads(p.read_text())) for p in results.SCHEMAS.glob("*.schema.json")]

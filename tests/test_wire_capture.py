@@ -44,8 +44,8 @@ N = 5
 CAPTURE_RIGHTS = "run as root, or let dumpcap capture: setcap cap_net_raw,cap_net_admin+eip $(command -v dumpcap)"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tshark_usable() -> None:
+def skip_unless_capturing() -> None:
+    """Skip, saying why, without tshark or the right to capture on lo."""
     try:
         ensure_tshark()
     except CaptureError as exc:
@@ -57,6 +57,11 @@ def tshark_usable() -> None:
         why = f"cannot capture on lo ({probe.stderr.strip()}): {CAPTURE_RIGHTS}"
         print(f"skipping: {why}")
         pytest.skip(why)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tshark_usable() -> None:
+    skip_unless_capturing()
 
 
 def tcp_info(sock: socket.socket) -> dict[str, int]:
