@@ -1,5 +1,6 @@
-"""Bytes on the wire per pushed event: SSE (HTTP/1.1 chunked, HTTP/2 h2c) and
-WebSocket push, the stream's setup apart (python -m capture.push; `make capture`).
+"""Bytes on the wire per pushed event, each way a protocol carries a push feed
+(its descriptor's `push`: clients/protocols.py PushWay, those with a capture
+label), the stream's setup apart (python -m capture.push; `make capture`).
 
 For every implementation that serves `subscribe`, each way its protocol
 carries a feed, and each batch size, tshark records two whole subscriptions to
@@ -10,9 +11,9 @@ the setup (TCP handshake, request and response headers or the subscribe
 reply, the ': subscribed' line) and the teardown cancel out, whatever TCP
 segment they share with a message. Setup + teardown = short - SHORT x per
 message. Both as TCP payload and as frame bytes, each way, beside the
-application's own bytes per message (an SSE event's lines; a WebSocket
-message's JSON): the difference is what the framing adds (chunked encoding,
-HTTP/2 DATA frames, WebSocket frame headers).
+application's own bytes per message (as its client counts them:
+clients.base.Event.wire_bytes): the difference is what the framing adds
+(the way's `framing`, in the report).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from capture.tshark import Capture, between, ensure_tshark, tally
 from capture.wire import service_port
-from clients.sse.client import SseClient
+from clients.protocols import PushWay, get
 from lab import results as lab_results
 from lab import settings
 from lab.context import run_context
@@ -39,24 +40,25 @@ SETTLE = 0.3  # seconds between windows, so no packet straddles two
 REPEATS = 3  # pairs per cell; the cell is the pair with the median bytes per message
 
 
-def _variants(protocol: str) -> list[str]:
-    return ["HTTP/1.1", "HTTP/2 (h2c)"] if protocol == "sse" else ["WebSocket"]
+def _variants(protocol: str) -> list[PushWay]:
+    """The ways the capture measures: those of the protocol's with a capture label."""
+    return [w for w in get(protocol).push if w.capture_label]
 
 
-def _client(lab: Any, name: str, variant: str) -> Any:
-    if variant == "HTTP/2 (h2c)":
-        return SseClient(lab.endpoints[name], http2=True)
-    return lab.client(name)
+def _client(lab: Any, name: str, way: PushWay) -> Any:
+    """The implementation's protocol's client, with the way's options (e.g. HTTP/2)."""
+    protocol = get(lab.implementation(name).protocol)
+    return protocol.client_class()(lab.endpoints[name], **way.client_options)
 
 
-def _subscription(lab: Any, name: str, variant: str, batch: int, count: int) -> tuple[float, float, list[int]]:
+def _subscription(lab: Any, name: str, way: PushWay, batch: int, count: int) -> tuple[float, float, list[int]]:
     t0 = time.time()
-    client = _client(lab, name, variant)
+    client = _client(lab, name, way)
     with client.subscribe("synthetic", batch=batch, rate=RATE, count=count) as stream:
         app = [e.wire_bytes for e in stream if e.event == "synthetic"]
     client.close()
     time.sleep(SETTLE)
-    assert len(app) == count, (name, variant, len(app))
+    assert len(app) == count, (name, way.key, len(app))
     return t0, time.time(), app
 
 
@@ -72,13 +74,13 @@ def measure(names: Sequence[str] | None = None, batches: Sequence[int] = BATCHES
             time.sleep(SETTLE)
             for name in chosen:
                 protocol = lab.implementation(name).protocol
-                for variant in _variants(protocol):
+                for way in _variants(protocol):
                     for batch in batches:
-                        progress(f"{name} {variant} batch {batch} ...")
+                        progress(f"{name} {way.capture_label} batch {batch} ...")
                         for _ in range(REPEATS):
-                            short = _subscription(lab, name, variant, batch, SHORT)
-                            long = _subscription(lab, name, variant, batch, LONG)
-                            windows.append((name, protocol, variant, batch, short, long))
+                            short = _subscription(lab, name, way, batch, SHORT)
+                            long = _subscription(lab, name, way, batch, LONG)
+                            windows.append((name, protocol, way.capture_label, batch, short, long))
         for name, protocol, variant, batch, short, long in windows:
             port = ports[name]
             s, l_ = (tally(between(cap.packets, w[0], w[1]), port) for w in (short, long))

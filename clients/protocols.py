@@ -42,6 +42,23 @@ What a descriptor says:
     codegen          "module:function" (go_install) -> the paths it wrote: regenerates the committed
                      code this protocol generates from the contract (clients.<p>.codegen:write; run by
                      `python -m lab.codegen`), or None: nothing of its own is generated
+    push             the ways it carries a push feed (contract/push.md), each a PushWay below: what
+                     the push load instrument (load/push.py), the push capture (capture/push.py) and
+                     the report's push section know of it; () when it has no push feed
+
+What a push way says (PushWay):
+
+    key              the results' "transport" of the push load rows ("sse-h1"); studies name it
+    label            its "transport_label" there ("SSE, HTTP/1.1")
+    short            how the push studies' tables name it ("SSE h1")
+    mode, h2         the lab's Go push load client's -mode (sse, ws or poll) and whether -h2
+    default          True: one of the ways every push scenario measures (load.push.transports);
+                     False: only where a study asks for it by its key (polling: Pathan's)
+    capture_label    the push capture rows' "transport" ("HTTP/1.1"), or "" when capture/push.py
+                     does not measure it (its client has no subscription to capture)
+    client_options   the keywords the capture passes its client besides the endpoint ({"http2": True})
+    framing          a clause for the report: what its messages carry on the wire besides the event
+    note             a sentence for the push results' context: how the load client drives it
 """
 
 from __future__ import annotations
@@ -49,11 +66,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 TRANSPORTS = ("http", "http2", "websocket")
+PUSH_MODES = ("sse", "ws", "poll")  # the Go push load client's (load/push-client -mode)
 PAYLOADS = ("http_body", "grpc_messages", "websocket_data")
 # tshark's dissector for each transport (a WebSocket starts as an HTTP/1.1 upgrade).
 DISSECTOR = {"http": "http", "http2": "http2", "websocket": "http"}
@@ -63,6 +81,23 @@ HERE = Path(__file__).resolve().parent
 def _load(ref: str) -> Any:
     module, _, attr = ref.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class PushWay:
+    key: str
+    label: str
+    short: str
+    mode: str
+    h2: bool = False
+    default: bool = True
+    capture_label: str = ""
+    client_options: dict[str, Any] = field(default_factory=dict)
+    framing: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.mode in PUSH_MODES, self.mode
 
 
 @dataclass(frozen=True)
@@ -87,6 +122,7 @@ class Protocol:
     crosscheck_plan: str | None = None
     no_crosscheck: str = ""
     codegen: str | None = None
+    push: tuple[PushWay, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport
@@ -94,6 +130,7 @@ class Protocol:
         assert self.load_client or self.no_load, f"{self.name}: a load client, or why there is none"
         assert self.crosscheck or self.no_crosscheck, f"{self.name}: a cross-check client, or why there is none"
         assert bool(self.crosscheck) == bool(self.crosscheck_plan), f"{self.name}: a cross-check client needs its plan"
+        assert not self.push or any(w.default for w in self.push), f"{self.name}: a push feed needs a default way"
 
     @property
     def scheme(self) -> str:
@@ -153,6 +190,25 @@ def get(name: str) -> Protocol:
     except KeyError:
         raise ValueError(f"no protocol descriptor {name!r} (known: {', '.join(PROTOCOLS)}); "
                          "add a folder clients/<protocol>/ with a DESCRIPTOR") from None
+
+
+def push_ways() -> dict[str, PushWay]:
+    """Every protocol's push ways by key, in the registry's order. Protocols may share
+    a way (a key means one load client mode and label wherever it appears): the first
+    protocol's is the key's."""
+    ways: dict[str, PushWay] = {}
+    for p in PROTOCOLS.values():
+        for way in p.push:
+            ways.setdefault(way.key, way)
+    return ways
+
+
+def push_way(key: str) -> PushWay:
+    try:
+        return push_ways()[key]
+    except KeyError:
+        raise ValueError(f"no push way {key!r} (known: {', '.join(push_ways())}); a protocol's DESCRIPTOR "
+                         "lists its ways in `push`") from None
 
 
 def label(name: str) -> str:

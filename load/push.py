@@ -1,7 +1,8 @@
-"""Push load, the instrument: N clients subscribed to a push feed over SSE,
-WebSocket push or HTTP polling, driven by the lab's push load client
-(load/push-client, Go, built once into the lab's cache), events/s, latency
-(receive time - the server's send timestamp) and CPU per run.
+"""Push load, the instrument: N clients subscribed to a push feed, each way
+a protocol carries one (its descriptor's `push`: clients/protocols.py
+PushWay), driven by the lab's push load client (load/push-client, Go, built
+once into the lab's cache), events/s, latency (receive time - the server's
+send timestamp) and CPU per run.
 
 What to run comes from the studies that use it (studies/<name>/scenario.py
 with INSTRUMENT = "push": their runs and figures); the command is
@@ -31,12 +32,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from clients.protocols import get, push_way, push_ways
 from lab import settings
 from lab.context import run_context
 from lab.host import pinning
+from lab.registry import discover
 from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import running_lab
 from load.common import RESULTS, write
@@ -44,12 +48,12 @@ from load.common import RESULTS, write
 SOURCE = Path(__file__).parent / "push-client"
 # A client over this share of its CPUs is the bottleneck (a browser tab's was, in one study).
 CLIENT_BOUND = 0.9
-TRANSPORTS = {"sse-h1": "SSE, HTTP/1.1", "sse-h2c": "SSE, HTTP/2 (h2c)", "ws": "WebSocket push",
-              "poll": "HTTP polling (HTTP/1.1)"}
+
+
 @dataclass(frozen=True)
 class Run:
     scenario: str            # the study's test, e.g. <study>-batch: the rows' "scenario"
-    transport: str           # a key of TRANSPORTS
+    transport: str           # a push way's key (clients.protocols.PushWay.key): the rows' "transport"
     clients: int
     batch: int
     rate: int
@@ -91,8 +95,19 @@ def push_client() -> Path:
     return binary
 
 
+@cache
+def _protocols() -> dict[str, str]:
+    return {i.name: i.protocol for i in discover()}
+
+
 def transports(impl: str) -> tuple[str, ...]:
-    return ("ws",) if impl.startswith(("ws/", "socketio/")) else ("sse-h1", "sse-h2c")
+    """The push ways every scenario measures on `impl`: its protocol's default ones
+    (a way that is not, polling, only where a study names it)."""
+    try:
+        protocol = get(_protocols()[impl])
+    except KeyError:
+        raise ValueError(f"no implementation {impl!r} (services/<protocol>/<name>/manifest.toml)") from None
+    return tuple(w.key for w in protocol.push if w.default)
 
 
 class Scenario(Protocol):
@@ -112,10 +127,10 @@ def plan(scenarios: dict[str, Scenario], chosen: str, quick: bool, names: list[s
 
 
 def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: pinning.Pinning) -> dict[str, Any]:
-    mode = {"sse-h1": "sse", "sse-h2c": "sse", "ws": "ws", "poll": "poll"}[r.transport]
-    argv = [str(binary), "-url", endpoint, "-mode", mode, "-clients", str(r.clients), "-batch", str(r.batch),
+    way = push_way(r.transport)
+    argv = [str(binary), "-url", endpoint, "-mode", way.mode, "-clients", str(r.clients), "-batch", str(r.batch),
             "-rate", str(r.rate), "-seconds", str(r.seconds), "-warmup", str(r.warmup), "-out", str(raw)]
-    argv += ["-h2"] if r.transport == "sse-h2c" else []
+    argv += ["-h2"] if way.h2 else []
     generator = set(pins.generator) if pins.enabled else None
     load_before = os.getloadavg()[0]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -141,7 +156,7 @@ def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: p
     summary = json.loads(out.decode().strip().splitlines()[-1])
     client_cpu = 100 * (usage.ru_utime + usage.ru_stime - client_before) / wall
     client_cores = len(generator) if generator else os.cpu_count() or 1
-    return {"scenario": r.scenario, "transport": r.transport, "transport_label": TRANSPORTS[r.transport],
+    return {"scenario": r.scenario, "transport": r.transport, "transport_label": way.label,
             "clients": r.clients, "batch": r.batch, "rate": r.rate, "seconds": r.seconds, **summary,
             "error_causes": err.decode(errors="replace").strip().splitlines()[:10],
             "warmup_s": r.warmup, "wall_s": round(wall, 2), "client_cpu_percent": round(client_cpu, 1),
@@ -211,8 +226,7 @@ def measure(p: Plan, *, pin: bool = True, keep_raw: Path | None = None) -> Itera
         "pinning": pins.describe(), "client_bound_share": CLIENT_BOUND,
         "cpu": "over the window (from the warm-up's end to the client's exit): the client's wait4 rusage less "
                "its CPU at the window's start; the server's process tree (lab.resources); 100 % = one core",
-        "polling": "GET /events?feed=synthetic&count=1&rate=0 on the SSE service, HTTP/1.1 kept alive, "
-                   "one request outstanding per client",
+        "polling": " ".join(w.note for w in push_ways().values() if w.mode == "poll"),
         "implementations": {name: sorted({r.scenario for r in runs}) for name, runs in p.runs.items()}}
     yield "", context
 
@@ -224,7 +238,8 @@ def main(argv: list[str] | None, scenarios: dict[str, Scenario], prog: str = "py
     parser.add_argument("--scenario", choices=(*scenarios, "all"), default="all")
     parser.add_argument("--quick", action="store_true", help="short runs (tests, a first look)")
     parser.add_argument("--impl", nargs="*", default=None,
-                        help="SSE and WebSocket implementations (default: each study's, from manifest fields)")
+                        help="implementations that serve a push feed (default: each study's, from manifest "
+                             "fields)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin services and client to disjoint CPUs")
     parser.add_argument("--keep-raw", action="store_true", help="keep the raw samples in results/load/push-raw/")
     parser.add_argument("--out", default=None, help="results directory (default results/load)")

@@ -3,19 +3,27 @@ load client measures, and bytes per pushed event (make capture); the push
 studies' tables are in their own sections (studies/<name>/report.py), with
 the helpers here.
 
-Reads only results/load/push-latest.json and results/capture/push-latest.json."""
+Reads only results/load/push-latest.json and results/capture/push-latest.json;
+what it calls the protocols and their ways comes from their descriptors
+(clients/protocols.py: `label`, `push`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from clients.protocols import PROTOCOLS, PushWay
 from report.page import Bullets, Heading, Page, Para, Table
 from studies.common import read_json
 
 
+def _and(words: list[str]) -> str:
+    return " and ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def section(page: Page, results_dir: Path) -> list[str]:
-    page.add(Heading(2, "Push: SSE and WebSocket under load", "push"))
+    pushing = [p.label for p in PROTOCOLS.values() if p.push]
+    page.add(Heading(2, f"Push: {_and(pushing)} under load", "push"))
     data = read_json(results_dir / "load" / "push-latest.json", "push", page)
     if data:
         load_runs(page, data)
@@ -70,8 +78,13 @@ def wire(page: Page, data: dict[str, Any] | None) -> None:
                    f"and whole frames (link header included), a {data['short']}- and a {data['long']}-message "
                    f"subscription differenced so that setup and teardown fall out; loopback, TShark "
                    f"({data['context'].get('date', '')}).", "push-wire-table"))
-    page.add(Bullets(["At batch 1 the framing shows: an SSE message is `id:`/`event:`/`data:` lines, a WebSocket "
-                      "message a JSON object with its feed and id, socket.io adds its packet prefix; at batch 50 "
-                      "every transport converges on the event's own JSON (the per-message overhead ÷ 50).",
-                      "HTTP/2 (h2c) carries SSE in DATA frames (9-byte header each); HTTP/1.1 in chunks "
-                      "(hex length and CRLFs)."]))
+    notes = [w.framing for w in _captured(data["rows"]) if w.framing]
+    page.add(Bullets([f"At batch 1 the framing shows, per message: {'; '.join(notes)}. At batch 50 every "
+                      "transport converges on the event's own JSON (the per-message overhead ÷ 50)."]))
+
+
+def _captured(rows: list[dict[str, Any]]) -> list[PushWay]:
+    """The push ways of the capture's rows (their protocol, their capture label), in the
+    registry's order, each once."""
+    present = {(r["protocol"], r["transport"]) for r in rows}
+    return [w for p in PROTOCOLS.values() for w in p.push if (p.name, w.capture_label) in present]

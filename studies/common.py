@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from clients.protocols import push_ways
 from lab import results
 from lab.page import Page, Para
 
@@ -33,7 +34,8 @@ def ratio(x: float | None, base: float | None) -> str:
     return "–" if not x or not base else f"{x / base:.2f}"
 
 
-LABELS = {"sse-h1": "SSE h1", "sse-h2c": "SSE h2c", "ws": "WS", "poll": "polling"}
+# The push tables' names of the push ways (their descriptors' short labels: "sse-h1" -> "SSE h1").
+LABELS = {key: way.short for key, way in push_ways().items()}
 
 
 def eps(x: float) -> str:

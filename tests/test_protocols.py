@@ -132,3 +132,90 @@ def test_a_manifest_may_ask_for_its_own_warm_up_and_a_bad_count_is_refused(tmp_p
         (folder / "manifest.toml").write_text(source + f"\n[bench]\nwarmup_calls = {bad}\n")
         with pytest.raises(SystemExit, match="warmup_calls must be a whole number"):
             _load(folder / "manifest.toml")
+
+
+# --- push: the ways a protocol carries a feed (Protocol.push, clients/protocols.py PushWay) ---
+
+def test_every_implementation_serving_subscribe_has_its_protocols_default_push_ways() -> None:
+    """The push load instrument (load/push.py) measures an implementation over its
+    protocol's default ways, nothing of its own; a protocol that lists ways has an
+    implementation that serves the feeds, and one that serves them lists ways."""
+    from load import push
+    serving = [impl for impl in IMPLEMENTATIONS if impl.serves("subscribe")]
+    assert serving
+    for impl in serving:
+        ways = get(impl.protocol).push
+        assert any(w.default for w in ways), f"{impl.name} serves subscribe: its protocol needs a default push way"
+        assert push.transports(impl.name) == tuple(w.key for w in ways if w.default), impl.name
+    assert {p.name for p in PROTOCOLS.values() if p.push} == {impl.protocol for impl in serving}
+    for impl in IMPLEMENTATIONS:
+        if not get(impl.protocol).push:
+            assert push.transports(impl.name) == (), impl.name
+    # the keys the results and the studies have always used, and polling only where a study asks for it
+    assert {impl.protocol: push.transports(impl.name) for impl in serving} == {
+        "sse": ("sse-h1", "sse-h2c"), "ws": ("ws",), "socketio": ("ws",)}
+    with pytest.raises(ValueError, match="no implementation"):
+        push.transports("sse/nowhere")
+
+
+def test_a_push_way_key_means_one_thing_wherever_it_appears() -> None:
+    """Rows name a way by its key alone ("transport"): protocols that share a key
+    (socket.io and WebSocket: "ws") must agree on what the load client runs and the
+    labels the rows and tables carry."""
+    from clients.protocols import push_way, push_ways
+    seen: dict[str, tuple] = {}
+    for p in PROTOCOLS.values():
+        keys = [w.key for w in p.push]
+        assert len(keys) == len(set(keys)), p.name
+        for w in p.push:
+            what = (w.label, w.short, w.mode, w.h2, w.default, w.capture_label, w.client_options)
+            assert seen.setdefault(w.key, what) == what, (p.name, w.key)
+    assert set(push_ways()) == set(seen) == {"sse-h1", "sse-h2c", "ws", "poll"}
+    assert push_way("poll").mode == "poll" and not push_way("poll").default and not push_way("poll").capture_label
+    with pytest.raises(ValueError, match="no push way"):
+        push_way("carrier-pigeon")
+
+
+def test_push_rows_keep_their_transports_and_labels() -> None:
+    """The labels the push results have always carried (tests/data/push-quick.json,
+    tests/data/push-capture.json), now from the descriptors."""
+    import json
+    from pathlib import Path
+
+    from capture import push as capture_push
+    from load import push
+    data = Path(__file__).parent / "data"
+    rows = json.loads((data / "push-quick.json").read_text())["rows"]
+    for row in rows:
+        assert push.push_way(row["transport"]).label == row["transport_label"]
+    captured = {(r["protocol"], r["transport"]) for r in json.loads((data / "push-capture.json").read_text())["rows"]}
+    assert {(p, w.capture_label) for p in PROTOCOLS for w in capture_push._variants(p)} == captured
+    assert [w.capture_label for w in capture_push._variants("sse")] == ["HTTP/1.1", "HTTP/2 (h2c)"]
+
+
+def test_the_push_capture_makes_each_ways_client_through_the_descriptor(monkeypatch) -> None:
+    """capture/push.py's client of a way: its protocol's client with the way's options
+    (HTTP/2 prior knowledge for h2c), not a client it names itself."""
+    from types import SimpleNamespace
+
+    from capture import push as capture_push
+    made = []
+
+    class Recorder:
+        def __init__(self, endpoint, **options):
+            made.append((endpoint, options))
+
+    for impl in (i for i in IMPLEMENTATIONS if i.serves("subscribe")):
+        descriptor = get(impl.protocol)
+        monkeypatch.setattr(capture_push, "get", lambda name: SimpleNamespace(
+            push=get(name).push, client_class=lambda: Recorder))
+        lab = SimpleNamespace(implementation=lambda name, impl=impl: impl, endpoints={impl.name: "http://h:1"})
+        made.clear()
+        for way in capture_push._variants(impl.protocol):
+            assert isinstance(capture_push._client(lab, impl.name, way), Recorder)
+        assert made == [("http://h:1", w.client_options) for w in descriptor.push if w.capture_label], impl.name
+        monkeypatch.undo()
+        for way in capture_push._variants(impl.protocol):  # the real client takes the way's options
+            if way.client_options:
+                descriptor.client_class()("http://127.0.0.1:9", **way.client_options).close()
+    assert {k: v for p in PROTOCOLS.values() for w in p.push for k, v in w.client_options.items()} == {"http2": True}

@@ -91,6 +91,11 @@ def test_bytes_per_pushed_event_from_make_capture(tmp_path):
                 f"| {r50['per_event_to_client_payload']:,.1f} / {frames50:,.1f} "
                 f"| {r1['setup_teardown_to_client']['frame_bytes']:,.0f} |") in row
     assert f"a {data['short']}- and a {data['long']}-message subscription differenced" in text
+    # the framing of each captured way, from its protocol's descriptor (clients/protocols.py PushWay)
+    from clients.protocols import get
+    for protocol, transport in {(r["protocol"], r["transport"]) for r in data["rows"]}:
+        way = next(w for w in get(protocol).push if w.capture_label == transport)
+        assert way.framing and way.framing in text, (protocol, transport)
 
 
 def test_no_capture_names_the_command(tmp_path):

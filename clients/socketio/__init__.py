@@ -1,6 +1,9 @@
 """socket.io over its WebSocket transport (contract/socketio-protocol.md)."""
 
+from dataclasses import replace
+
 from clients.protocols import Protocol
+from clients.ws import DESCRIPTOR as WS
 from clients.ws import message_error
 
 DESCRIPTOR = Protocol(
@@ -13,4 +16,7 @@ DESCRIPTOR = Protocol(
     error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)',
     fuzzer="clients.socketio.fuzz:fuzzer", messaging=True, load_client="clients.socketio.load:connect",
     crosscheck="crosscheck",
-    crosscheck_plan="clients.socketio.client:wire_plan")
+    crosscheck_plan="clients.socketio.client:wire_plan",
+    # its WebSocket transport, as the push load and capture have measured it: the WebSocket way
+    push=tuple(replace(way, framing="socket.io: the WebSocket message's JSON object behind its packet "
+                                    "prefix ('42[\"push\",...]')") for way in WS.push))

@@ -1,6 +1,6 @@
 """Server-Sent Events: push-only feeds over HTTP (contract/push.md)."""
 
-from clients.protocols import Protocol
+from clients.protocols import Protocol, PushWay
 from clients.rest import http_status
 
 DESCRIPTOR = Protocol(
@@ -12,4 +12,15 @@ DESCRIPTOR = Protocol(
     fuzzer="clients.sse.fuzz:fuzzer",
     no_load="push-only: no request/response operation to load; the push scenarios "
             "(python -m studies push) drive its feeds with the lab's Go push client",
-    no_crosscheck="push-only: the push scenarios measure it with the lab's Go push client")
+    no_crosscheck="push-only: the push scenarios measure it with the lab's Go push client",
+    push=(PushWay("sse-h1", "SSE, HTTP/1.1", "SSE h1", mode="sse", capture_label="HTTP/1.1",
+                  framing="SSE over HTTP/1.1: a message's `id:`/`event:`/`data:` lines in a chunk "
+                          "(hex length and CRLFs)"),
+          PushWay("sse-h2c", "SSE, HTTP/2 (h2c)", "SSE h2c", mode="sse", h2=True, capture_label="HTTP/2 (h2c)",
+                  client_options={"http2": True},
+                  framing="SSE over HTTP/2 (h2c): those `id:`/`event:`/`data:` lines in DATA frames "
+                          "(9-byte header each)"),
+          # Pathan's REST loop: not a stream, so not in every push scenario, and not captured
+          PushWay("poll", "HTTP polling (HTTP/1.1)", "polling", mode="poll", default=False,
+                  note="GET /events?feed=synthetic&count=1&rate=0 on the SSE service, HTTP/1.1 kept alive, "
+                       "one request outstanding per client")))

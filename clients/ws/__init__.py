@@ -1,6 +1,6 @@
 """The lab's WebSocket protocol: JSON messages with request ids (contract/ws-protocol.md)."""
 
-from clients.protocols import Protocol
+from clients.protocols import Protocol, PushWay
 
 
 def message_error(native: object, code: str) -> bool:
@@ -16,4 +16,6 @@ DESCRIPTOR = Protocol(
     error_spelling='an {"error": {"code": ...}} reply to the request (contract/ws-protocol.md)',
     fuzzer="clients.ws.fuzz:fuzzer", messaging=True, load_client="clients.ws.load:connect",
     crosscheck="crosscheck",
-    crosscheck_plan="clients.ws.client:wire_plan")
+    crosscheck_plan="clients.ws.client:wire_plan",
+    push=(PushWay("ws", "WebSocket push", "WS", mode="ws", capture_label="WebSocket",
+                  framing="WebSocket: a JSON object with its feed and id in a frame"),))
