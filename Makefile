@@ -36,9 +36,10 @@ builds:
 
 # On TEST_WORKERS pytest-xdist workers, each with its own lab (lab/pytest_plugin/scheduling.py:
 # the tests that change the host as a whole share one worker); 0: in this process.
+# -rs: each skipped test with its reason at the end.
 TEST_WORKERS ?= 3
 test: bootstrap
-	$(PY) -m pytest --benchmark-disable -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest --benchmark-disable -rs -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Fuzzing from the contract, longer than make test's: FUZZ_CASES per implementation
 # (counts in results/fuzz/latest.json and at the end of the output).
