@@ -3,12 +3,17 @@ and the places that used to hold their own tables read it."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import pytest
 
+from capture import dissect, wire
 from capture import report as capture_report
-from capture.dissect import DISSECTOR
+from capture.dissect import DISSECTOR, Layers
+from capture.tshark import Packet
 from clients import connect
-from clients.protocols import PROTOCOLS, get
+from clients.protocols import PAYLOADS, PROTOCOLS, get
 from contract.errors import ERRORS, HTTP_STATUS, ContractError
 from lab import settings
 from lab.context import CLIENT_PACKAGES
@@ -84,3 +89,46 @@ def test_a_manifest_may_ask_for_its_own_warm_up_and_a_bad_count_is_refused(tmp_p
         (folder / "manifest.toml").write_text(source + f"\n[bench]\nwarmup_calls = {bad}\n")
         with pytest.raises(SystemExit, match="warmup_calls must be a whole number"):
             _load(folder / "manifest.toml")
+
+
+def test_capture_counts_each_payload_by_the_transport_or_by_the_field_its_descriptor_names() -> None:
+    for p in PROTOCOLS.values():
+        if p.message_field:
+            assert p.message_field in dissect.MESSAGE_FIELDS and p.message_field in dissect._FIELDS, p.name
+        else:
+            assert PAYLOADS[p.payload] == p.transport, p.name
+    assert get("grpc").message_field == "grpc.message_length" and get("rest").message_field == ""
+    # the transport's framing on another transport, or a name that is no tshark field: refused
+    with pytest.raises(AssertionError, match="websocket_data on http"):
+        replace(get("rest"), payload="websocket_data")
+    with pytest.raises(AssertionError, match="no tshark field"):
+        replace(get("grpc"), payload="grpc_messages")
+
+
+def test_a_new_protocols_message_field_is_summed_without_a_change_to_capture(monkeypatch) -> None:
+    framed = replace(get("grpc"), name="framed", payload="framed.msg_len")
+    monkeypatch.setitem(wire.PROTOCOLS, "framed", framed)
+    port = 9000
+
+    def packet(number: int, dst: int) -> Packet:
+        return Packet(number, 0.0, 100, 0, 5555 if dst == port else port, dst, 34, 20, 20, False, True, False, False)
+    packets = [packet(1, port), packet(2, 5555), packet(3, port)]
+    layers = {1: Layers(messages={"framed.msg_len": [10, 20], "other.len": [999]}),
+              2: Layers(messages={"framed.msg_len": [7]}, http_body=500),
+              3: Layers(http_body=40)}  # no message of its own: nothing counted
+    assert wire.app_payload(packets, layers, port, "framed") == (30, 7)
+    assert wire.app_payload(packets, layers, port, "rest") == (40, 500)
+
+
+# The protocols' names as words (not "rest", an English word, nor "ws", the WebSocket transport's own).
+NAMED = re.compile(r"\b(" + "|".join(sorted(set(PROTOCOLS) - {"rest", "ws"})) + r")\b", re.IGNORECASE)
+NEUTRAL = ["capture/wire.py", "capture/dissect.py", "capture/report.py", "benchmarks/cpus.py",
+           "benchmarks/memory_reducer.py", "benchmarks/executions.py"]
+
+
+@pytest.mark.parametrize("path", NEUTRAL)
+def test_the_capture_and_the_experiments_name_no_protocol(path: str) -> None:
+    """Issue 44: a protocol's specifics live in clients/<protocol>/; these files read descriptors and manifests."""
+    lines = (settings.ROOT / path).read_text().splitlines()
+    named = [f"{path}:{i}: {line.strip()}" for i, line in enumerate(lines, 1) if NAMED.search(line)]
+    assert not named, "\n".join(named)
