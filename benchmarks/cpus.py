@@ -1,10 +1,12 @@
 """Which CPU placement keeps the ratios to `direct` steady? The experiment
 that tried one CPU for everything (benchmarks/README.md, "One CPU for everything"):
 
-    .venv/bin/python -m benchmarks.cpus [--reps 5] [--cycles 250] [--drop 1]
+    .venv/bin/python -m benchmarks.cpus [--reps 5] [--cycles 250] [--drop 1] [--impl NAME ...]
 
 One lab; `direct` and an implementation of each protocol and language
-(SUBJECTS), fetch-one and insert measured as the suite does (warm pairs,
+(default_subjects: per protocol and language of the manifests, the first
+implementation in registry order that serves the CRUD operations; --impl
+names others), fetch-one and insert measured as the suite does (warm pairs,
 `direct` four visits a cycle), `--reps` repetitions, each running the three
 conditions in a fresh random order:
 
@@ -30,6 +32,7 @@ import argparse
 import os
 import random
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.interleave import Design, measure
@@ -39,20 +42,35 @@ from lab import dataset, settings
 from lab import results as lab_results
 from lab.context import host_context
 from lab.host.pinning import pin_tree
+from lab.registry import CRUD_CALLS, Implementation, select
 from lab.stack import running_lab
 from lab.stats.runs import spread
 
-SUBJECTS = ["direct", "rest/python_flask", "rest/go_nethttp", "grpc/python_grpcio", "grpc/node_grpcjs",
-            "graphql/node_yoga", "ws/go_coder", "socketio/node_socketio"]
 CONDITIONS = ("one", "all", "split")
 
 
-def place(lab: Any, condition: str) -> None:
+def default_subjects(implementations: Sequence[Implementation] | None = None) -> list[str]:
+    """`direct` and, per protocol and language (the manifests' fields), the first implementation
+    (registry order) that serves the CRUD operations; `implementations`: the registry's (select())."""
+    first: dict[tuple[str, str], str] = {}
+    for impl in select() if implementations is None else implementations:
+        if impl.serves(*CRUD_CALLS):
+            first.setdefault((impl.protocol, impl.language), impl.name)
+    return ["direct", *first.values()]
+
+
+def chosen(names: Sequence[str] | None) -> list[str]:
+    """`direct` and the implementations named (--impl), checked against the registry (an unknown
+    name or a missing toolchain stops the run), or default_subjects()."""
+    return ["direct", *(i.name for i in select(names))] if names else default_subjects()
+
+
+def place(lab: Any, condition: str, subjects: Sequence[str]) -> None:
     cpus = sorted(os.sched_getaffinity(0))
     every = frozenset(cpus)
     services, client = {"one": (cpus[:1], cpus[:1]), "all": (cpus, cpus),
                         "split": (cpus[:-1] or cpus, cpus[-1:])}[condition]
-    for pid in [lab.database.pid, *(lab.pids[s] for s in SUBJECTS if s in lab.pids)]:
+    for pid in [lab.database.pid, *(lab.pids[s] for s in subjects if s in lab.pids)]:
         if pid:
             pin_tree(pid, frozenset(services))
     for tid in os.listdir("/proc/self/task"):  # this process's threads only, not its children
@@ -64,11 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=250)
     parser.add_argument("--drop", type=int, default=1)
+    parser.add_argument("--impl", nargs="+", metavar="NAME",
+                        help="the implementations measured beside direct (default: one per protocol and language)")
     args = parser.parse_args(argv)
+    wanted = chosen(args.impl)
     settings.measuring()
     per_rep: dict[str, dict[str, list[dict[str, float]]]] = {}  # condition -> operation -> ratios
     with running_lab(mode="native", change_streams=False) as lab:
-        subjects = [s for s in SUBJECTS if s == "direct" or s in lab.pids]
+        subjects = [s for s in wanted if s == "direct" or s in lab.pids]
         clients = {s: lab.client(s) for s in subjects}
         store = lab.store()
         games = store.games
@@ -77,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 order = list(CONDITIONS)
                 random.shuffle(order)
                 for condition in order:
-                    place(lab, condition)
+                    place(lab, condition, subjects)
                     for name in ("fetch-one", "insert"):
                         op = OPERATION[name]
                         dataset.reset(games, op.seed, indexes=op.indexes)
@@ -90,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"rep {rep} {condition:5} {name:9} direct {direct_us:4.0f} µs  "
                               + " ".join(f"{s.split('/')[1]} {r:.3f}" for s, r in to_direct.items()), flush=True)
         finally:
-            place(lab, "all")
+            place(lab, "all", subjects)
             store.close()
             for client in clients.values():
                 client.close()

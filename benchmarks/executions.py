@@ -9,7 +9,11 @@ Each execution starts the subject's service and a database afresh
 (lab.stack.running_lab) and measures it against `direct` exactly as the
 latency suite does (benchmarks/suite.py: the same design, warm-up counts,
 settling cycles and clean-up; LAB_BENCH_* settings apply), the subjects'
-executions in a fresh random order per repetition. Printed per subject: the
+executions in a fresh random order per repetition. The subjects named, or by
+default one per language (default_subjects: the runtimes side by side on
+equal terms, from the manifests' fields): the first protocol, in registry
+order, implemented in every language that serves the CRUD operations, and
+its first implementation in each language. Printed per subject: the
 ratio of medians in every execution and in each half of its cycles, the
 spread between executions, and how far the halves of one execution moved
 (a runtime still settling moves one way; noise both). Results:
@@ -38,7 +42,7 @@ import datetime
 import os
 import random
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,10 +50,24 @@ from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
 from lab import dataset, settings
 from lab.database import database
+from lab.registry import CRUD_CALLS, Implementation, select
 from lab.stack import Lab, running_lab, second_process
 from lab.stats import runs
 
-DEFAULT_SUBJECTS = ("grpc/node_grpcjs", "graphql/node_yoga", "grpc/go_grpc", "grpc/python_grpcio")
+
+def default_subjects(implementations: Sequence[Implementation] | None = None) -> list[str]:
+    """One implementation per language, all of one protocol: the first protocol (registry order)
+    that every language's CRUD-serving implementations cover, and its first implementation in each
+    language (registry order); `implementations`: the registry's (select())."""
+    serving = [i for i in (select() if implementations is None else implementations) if i.serves(*CRUD_CALLS)]
+    languages = {i.language for i in serving}
+    first: dict[str, dict[str, str]] = {}  # protocol -> language -> implementation
+    for impl in serving:
+        first.setdefault(impl.protocol, {}).setdefault(impl.language, impl.name)
+    for by_language in first.values():
+        if set(by_language) == languages:
+            return list(by_language.values())
+    return []
 
 
 def execution(times: dict[str, list[float]], design: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -117,7 +135,7 @@ def beside(lab: Lab, subject: str, operation: str, how: str) -> Iterator[tuple[l
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.executions", description=__doc__.splitlines()[0])
-    parser.add_argument("subjects", nargs="*", default=list(DEFAULT_SUBJECTS))
+    parser.add_argument("subjects", nargs="*", help="implementations (default: one per language, of one protocol)")
     parser.add_argument("--executions", type=int, default=4, help="process executions per subject")
     parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
     parser.add_argument("--seed", type=int, default=1, help="of the executions' order")
@@ -125,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--two-databases", action="store_true",
                         help="the second process on a second database, with direct on both")
     args = parser.parse_args(argv)
+    args.subjects = args.subjects or default_subjects()
+    if not args.subjects:
+        parser.error("no protocol has a CRUD implementation in every language: name the subjects")
     how = "two-databases" if args.two_databases else "twins" if args.twins else "alone"
     if how == "two-databases" and OPERATION[args.operation].creates:
         parser.error("--two-databases measures fetch-one or fetch-100 (the suite clears the first database only)")

@@ -2,12 +2,18 @@
 behind README, "Node.js without V8's memory reducer", reproducible:
 
     .venv/bin/python -m benchmarks.memory_reducer [--executions 6] [--operation insert] [--trace-gc]
+                                                  [--impl NAME ...]
 
 One lab per execution, as the latency suite measures (benchmarks/suite.py:
 its design, warm-up counts, settling cycles; LAB_BENCH_* settings apply):
-the five request-answering Node.js services beside Flask and graphene (the
-same processes in both conditions: the control) and `direct`, so that each
-service is visited a few times a second, as in a whole run. Executions
+the request-answering Node.js services (subjects(): every implementation
+whose manifest's language is Node.js and that serves the CRUD operations)
+beside the Python reference of each of their protocols (the first Python
+implementation of it in registry order, where there is one: the same
+processes in both conditions, the control) and `direct`, so that each
+service is visited a few times a second, as in a whole run. --impl names
+the implementations instead (its Node.js ones change with the condition,
+the others are the control). Executions
 alternate between the two conditions, in the order with, without, without,
 with, ...: "without" runs the manifests' command (`node --no-memory-reducer
 ...`), "with" the same command without that flag (V8's default).
@@ -31,6 +37,7 @@ import os
 import re
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,14 +48,32 @@ from benchmarks.executions import execution
 from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
 from lab import settings
-from lab.registry import select
+from lab.registry import CRUD_CALLS, Implementation, select
 from lab.stack import running_lab
 
-NODE = ("ws/node_ws", "grpc/node_grpcjs", "graphql/node_yoga", "rest/node_fastify", "socketio/node_socketio")
-CONTROL = ("rest/python_flask", "graphql/python_graphene")
+NODE, CONTROL = "node", "python"  # the manifests' language of the subjects and of the control
 FLAG = "--no-memory-reducer"
 GC_LINE = re.compile(r"\]\s+(\d+) ms: (Scavenge|Mark-Compact(?: \(reduce\))?)"
                      r" [\d.]+ \(([\d.]+)\) -> [\d.]+ \(([\d.]+)\) MB")
+
+
+def subjects(implementations: Sequence[Implementation] | None = None) -> tuple[list[str], list[str]]:
+    """(the Node.js implementations that serve the CRUD operations, the first Python implementation
+    of each of their protocols), both in registry order; `implementations`: the registry's (select())."""
+    found = list(select() if implementations is None else implementations)
+    node = [i for i in found if i.language == NODE and i.serves(*CRUD_CALLS)]
+    protocols = {i.protocol for i in node}
+    first: dict[str, str] = {}
+    for impl in found:
+        if impl.language == CONTROL and impl.protocol in protocols and impl.serves(*CRUD_CALLS):
+            first.setdefault(impl.protocol, impl.name)
+    return [i.name for i in node], list(first.values())
+
+
+def named(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """--impl: (its Node.js implementations, the others), registry order; an unknown name stops the run."""
+    chosen = select(names)
+    return [i.name for i in chosen if i.language == NODE], [i.name for i in chosen if i.language != NODE]
 
 
 def node_command(command: tuple[str, ...], reducer: bool, trace: bool) -> tuple[str, ...]:
@@ -77,14 +102,15 @@ def collections(log: Path, born: float, measured: tuple[float, float]) -> dict[s
     return {"reducing": reducing, "measured_s": [round(start), round(end)], "scavenges_by_half": halves}
 
 
-def one(operation: str, reducer: bool, trace: bool) -> dict[str, Any]:
-    """One execution: a fresh lab, the suite's measurement of `operation`, per subject its figures."""
+def one(operation: str, reducer: bool, trace: bool, node: Sequence[str], control: Sequence[str]) -> dict[str, Any]:
+    """One execution: a fresh lab, the suite's measurement of `operation`, per subject its figures
+    (`node`: the services started with the reducer on or off; `control`: as their manifests say)."""
     design = design_from_env()
-    subjects = [*NODE, *CONTROL]
-    chosen = [replace(i, command=node_command(i.command, reducer, trace)) if i.name in NODE else i
-              for i in select(subjects)]
+    names = [*node, *control]
+    chosen = [replace(i, command=node_command(i.command, reducer, trace)) if i.name in node else i
+              for i in select(names)]
     with running_lab(implementations=chosen) as running:
-        suite = Suite(running, running.client, {operation: [*subjects, design.baseline]}, True, design)
+        suite = Suite(running, running.client, {operation: [*names, design.baseline]}, True, design)
         marks: dict[str, float] = {}
         suite.on_progress = lambda text: marks.setdefault("start", time.time()) if "measuring" in text else None
         result = suite.run(operation)
@@ -92,9 +118,9 @@ def one(operation: str, reducer: bool, trace: bool) -> dict[str, Any]:
         if result.errors:
             raise SystemExit(f"{result.errors}")
         per = execution(result.times, design.describe())
-        out = {s: {**per[s], "service_cpu_us": result.cpu_us[s].get("service")} for s in subjects}
+        out = {s: {**per[s], "service_cpu_us": result.cpu_us[s].get("service")} for s in names}
         if trace:
-            for name in NODE:
+            for name in node:
                 born = psutil.Process(running.pids[name]).create_time()
                 out[name]["gc"] = collections(running.processes[name].log_path, born, (marks["start"], marks["end"]))
     return out
@@ -105,16 +131,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executions", type=int, default=6, help="in all, alternating with and without")
     parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
     parser.add_argument("--trace-gc", action="store_true", help="V8's --trace-gc in every Node.js service")
+    parser.add_argument("--impl", nargs="+", metavar="NAME",
+                        help="the implementations (default: the Node.js ones that answer requests, and a Python "
+                             "control for each of their protocols)")
     args = parser.parse_args(argv)
     if settings.mode() != "native":
         parser.error("native mode only (it changes the command the lab starts each Node.js service with)")
+    node, control = named(args.impl) if args.impl else subjects()
+    if not node:
+        parser.error("no Node.js implementation to run with and without the memory reducer")
     settings.measuring()
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                            "operation": args.operation, "design": design_from_env().describe(),
-                           "load_before": os.getloadavg(), "executions": []}
+                           "node": node, "control": control, "load_before": os.getloadavg(), "executions": []}
     for n in range(args.executions):
         reducer = n % 4 in (0, 3)  # with, without, without, with, ...
-        found = one(args.operation, reducer, args.trace_gc)
+        found = one(args.operation, reducer, args.trace_gc, node, control)
         out["executions"].append({"reducer": reducer, "subjects": found})
         print(f"execution {n + 1}, memory reducer {'on' if reducer else 'off'}:", flush=True)
         for name, s in found.items():
@@ -129,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if by[True] and by[False]:
         print(f"\n{args.operation}, mean over executions: service CPU µs/op and ratio to direct,"
               " memory reducer on → off")
-        for name in (*NODE, *CONTROL):
+        for name in (*node, *control):
             cpu, ratio = ({r: statistics.fmean(s[name][key] or 0 for s in by[r]) for r in by}
                           for key in ("service_cpu_us", "ratio"))
             print(f"  {name:<26} CPU {cpu[True]:7,.0f} → {cpu[False]:7,.0f}"

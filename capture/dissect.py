@@ -4,9 +4,12 @@
 and returns, per frame number, the application framing tshark found in it:
 HTTP/1.1 messages (`http.request`/`http.response`, `http.content_length`),
 HTTP/2 frames (`http2.type`, `http2.length`, `http2.streamid`, `http2.magic`),
-gRPC messages (`grpc.message_length`), WebSocket frames (`websocket.opcode`,
-`websocket.mask`, `websocket.payload_length[_ext_16|_ext_64]`) and MongoDB
-commands (the first `mongo.element.name` of a message is its command).
+WebSocket frames (`websocket.opcode`, `websocket.mask`,
+`websocket.payload_length[_ext_16|_ext_64]`), MongoDB commands (the first
+`mongo.element.name` of a message is its command) and, for a protocol that
+frames its own messages inside the transport's (length-prefixed messages on
+HTTP/2 streams), the tshark field its descriptor names as its `payload`: the
+message lengths of each frame, kept per field in `Layers.messages`.
 The services listen on ports chosen at run time, so every port is named with
 `-d`: tshark's heuristics would not recognise them.  tshark reports a message
 reassembled from several segments on its last segment, which is where its
@@ -28,7 +31,6 @@ from clients.protocols import PROTOCOLS
 H2_DATA, H2_HEADERS, H2_SETTINGS, H2_PING, H2_GOAWAY, H2_WINDOW_UPDATE = 0, 1, 4, 6, 7, 8
 H2_FRAME_HEADER = 9
 H2_PREFACE = 24  # "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-GRPC_PREFIX = 5  # compressed flag + 4-byte length before each protobuf message
 WS_CONTINUATION, WS_TEXT, WS_BINARY, WS_CLOSE = 0, 1, 2, 8
 WS_DATA_OPCODES = (WS_CONTINUATION, WS_TEXT, WS_BINARY)
 HELLO_COMMANDS = frozenset({"hello", "isMaster", "ismaster"})
@@ -68,16 +70,19 @@ class Layers:
     http_body: int = 0                     # sum of http.content_length
     h2_magic: bool = False
     h2: list[H2Frame] = field(default_factory=list)
-    grpc_messages: list[int] = field(default_factory=list)
+    messages: dict[str, list[int]] = field(default_factory=dict)  # message-length field -> its values
     ws: list[WsFrame] = field(default_factory=list)
     mongo_command: str = ""                # first element name of the first message
 
 
-_FIELDS = ("frame.number", "http.request", "http.response", "http.content_length",
-           "http2.magic", "http2.type", "http2.length", "http2.streamid", "grpc.message_length",
-           "websocket.opcode", "websocket.mask", "websocket.payload_length",
-           "websocket.payload_length_ext_16", "websocket.payload_length_ext_64",
-           "mongo.element.name")
+_BASE_FIELDS = ("frame.number", "http.request", "http.response", "http.content_length",
+                "http2.magic", "http2.type", "http2.length", "http2.streamid",
+                "websocket.opcode", "websocket.mask", "websocket.payload_length",
+                "websocket.payload_length_ext_16", "websocket.payload_length_ext_64",
+                "mongo.element.name")
+# The message-length fields the descriptors name (clients/<protocol>/__init__.py), each once.
+MESSAGE_FIELDS = tuple(dict.fromkeys(p.message_field for p in PROTOCOLS.values() if p.message_field))
+_FIELDS = _BASE_FIELDS + MESSAGE_FIELDS
 _SEP = ";"
 
 
@@ -114,14 +119,16 @@ def dissect(path: str | Path, decode_as: Mapping[int, str]) -> dict[int, Layers]
         raise CaptureError(f"tshark -r {path} (dissectors) failed: {done.stderr.strip()}")
     out: dict[int, Layers] = {}
     for line in done.stdout.splitlines():
-        (number, req, resp, clen, magic, h2type, h2len, h2stream, grpc_len, ws_op, ws_mask,
-         ws_len, ws_16, ws_64, mongo_names) = line.split("\t")
+        values = line.split("\t")
+        (number, req, resp, clen, magic, h2type, h2len, h2stream, ws_op, ws_mask,
+         ws_len, ws_16, ws_64, mongo_names) = values[:len(_BASE_FIELDS)]
         layers = Layers(
             http_request=any(_bools(req)), http_response=any(_bools(resp)),
             http_body=sum(_ints(clen)), h2_magic=bool(magic),
             h2=[H2Frame(t, n, s) for t, n, s in zip(_ints(h2type), _ints(h2len),
                                                      _ints(h2stream), strict=True)],
-            grpc_messages=_ints(grpc_len),
+            messages={f: _ints(v) for f, v in zip(MESSAGE_FIELDS, values[len(_BASE_FIELDS):],
+                                                   strict=True) if v},
             ws=_ws_frames(ws_op, ws_mask, ws_len, ws_16, ws_64),
             mongo_command=mongo_names.split(_SEP, 1)[0])
         out[int(number)] = layers

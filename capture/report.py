@@ -87,7 +87,7 @@ def markdown(results: dict[str, Any]) -> str:
               "Each cell is the connection with the median total of several (their range is "
               "shown), so a stray PING or a RST instead of a FIN does not decide it. "
               "The connection's TCP stream, split by phase: setup = TCP handshake + "
-              "application setup (HTTP/2 preface and SETTINGS for gRPC, the HTTP upgrade for "
+              "application setup (preface and SETTINGS on HTTP/2, the HTTP upgrade for "
               "WebSocket); teardown = WebSocket close frames / HTTP/2 GOAWAY + FIN/ACK.", ""]
     head = ["implementation", "operation", "frames", "frame bytes →/←", "total", "range of the connections",
             "setup", "operation part", "teardown", "TCP payload →/←", "app payload →/←"]

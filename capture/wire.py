@@ -14,8 +14,9 @@ with the database prepared as the benchmarks prepare it:
 
 Afterwards the capture is read twice with tshark: the engine's per-packet TCP
 view (capture.tshark) and the dissectors' view (capture.dissect), which gives
-the application payload (HTTP bodies by Content-Length, gRPC messages by
-grpc.message_length, WebSocket data-frame payload lengths) and the MongoDB
+the application payload (HTTP bodies by Content-Length, WebSocket data-frame
+payload lengths, or the lengths of the messages a protocol frames inside its
+HTTP/2 streams, by the tshark field its descriptor names) and the MongoDB
 command of each database message.  The service<->MongoDB bytes of each window
 are counted on the database connections that carry CRUD commands: the
 drivers' monitoring connections (hello/isMaster only) are left out, as they
@@ -76,8 +77,8 @@ from lab.workload import CAPTURE
 PHASES = ("tcp_setup", "app_setup", "operation", "app_teardown", "tcp_teardown")
 DIRECTIONS = ("to_server", "to_client")
 DEFAULT_N = 50
-# A new connection's bytes vary a little from one to the next (when gRPC sends
-# its flow-control PINGs, whether a WebSocket closes with FIN or RST): each
+# A new connection's bytes vary a little from one to the next (when an HTTP/2
+# client sends its flow-control PINGs, whether a WebSocket closes with FIN or RST): each
 # cell is the connection with the median total of this many.
 NEW_CONNECTION_REPEATS = 5
 # How each protocol's application payload is counted (clients/<protocol>/__init__.py says which).
@@ -95,14 +96,14 @@ def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
                 protocol: str) -> tuple[int, int]:
     """Application payload bytes (to_server, to_client) tshark found in `packets`."""
     out = [0, 0]
+    descriptor = PROTOCOLS[protocol]
     for p in packets:
         lay = layers.get(p.number)
         if lay is None:
             continue
-        payload = PROTOCOLS[protocol].payload
-        if payload == "grpc_messages":
-            n = sum(lay.grpc_messages)
-        elif payload == "websocket_data":
+        if descriptor.message_field:  # the protocol's own messages, by the tshark field it names
+            n = sum(lay.messages.get(descriptor.message_field, ()))
+        elif descriptor.payload == "websocket_data":
             n = sum(f.length for f in lay.ws if f.opcode in WS_DATA_OPCODES)
         else:
             n = lay.http_body
@@ -254,8 +255,9 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
             progress(f"capturing ({'veth MTU 1500 + lo' if link else 'lo'}) ...")
             for impl in impls:
                 name = impl.name
-                # New connections first: grpcio shares one connection between the
-                # channels of a process, so none of this implementation may be open.
+                # New connections first: a client library may share one connection
+                # between its clients in a process (HTTP/2 channels do), so none of
+                # this implementation may be open.
                 for op in CAPTURE:
                     for _ in range(NEW_CONNECTION_REPEATS):
                         prepare(store.games, op)

@@ -19,9 +19,12 @@ What a descriptor says:
     transport        "http" (HTTP/1.1 requests), "http2" (HTTP/2 streams) or
                      "websocket" (an HTTP/1.1 upgrade, then WebSocket frames): decides the
                      tshark dissector and how capture finds connection setup and teardown
-    payload          how capture counts the application payload: "http_body"
-                     (http.content_length), "grpc_messages" (grpc.message_length) or
-                     "websocket_data" (data-frame payload lengths)
+    payload          how capture counts the application payload: by the transport's own
+                     framing, "http_body" (http.content_length, transport "http") or
+                     "websocket_data" (data-frame payload lengths, transport "websocket");
+                     or, for a protocol that frames its own messages inside the transport's,
+                     the tshark field ("dissector.field") whose values in a frame are the
+                     lengths of the messages it carries, summed ("grpc.message_length")
     payload_source   the sentence the capture report prints for that count
     client_packages  the Python packages its client runs on (their versions go in every result)
     native_error     (native, code) -> bool: is `native` (ContractError.native, as its client
@@ -72,7 +75,9 @@ from typing import Any
 
 TRANSPORTS = ("http", "http2", "websocket")
 PUSH_MODES = ("sse", "ws", "poll")  # the Go push load client's (load/push-client -mode)
-PAYLOADS = ("http_body", "grpc_messages", "websocket_data")
+# The payloads capture counts from a transport's own framing, and the transport each belongs to;
+# any other `payload` is a tshark field of message lengths.
+PAYLOADS = {"http_body": "http", "websocket_data": "websocket"}
 # tshark's dissector for each transport (a WebSocket starts as an HTTP/1.1 upgrade).
 DISSECTOR = {"http": "http", "http2": "http2", "websocket": "http"}
 HERE = Path(__file__).resolve().parent
@@ -126,7 +131,11 @@ class Protocol:
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport
-        assert self.payload in PAYLOADS, self.payload
+        if self.payload in PAYLOADS:
+            assert PAYLOADS[self.payload] == self.transport, f"{self.name}: {self.payload} on {self.transport}"
+        else:
+            dissector, _, field_name = self.payload.partition(".")
+            assert dissector and field_name, f"{self.name}: payload {self.payload!r} is no tshark field"
         assert self.load_client or self.no_load, f"{self.name}: a load client, or why there is none"
         assert self.crosscheck or self.no_crosscheck, f"{self.name}: a cross-check client, or why there is none"
         assert bool(self.crosscheck) == bool(self.crosscheck_plan), f"{self.name}: a cross-check client needs its plan"
@@ -136,6 +145,11 @@ class Protocol:
     def scheme(self) -> str:
         """"http", "ws", ... or "" for a bare host:port (gRPC)."""
         return self.endpoint.split("://")[0] if "://" in self.endpoint else ""
+
+    @property
+    def message_field(self) -> str:
+        """The tshark field of its own messages' lengths, or "" when the transport's framing counts."""
+        return "" if self.payload in PAYLOADS else self.payload
 
     @property
     def dissector(self) -> str:

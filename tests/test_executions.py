@@ -4,15 +4,62 @@ process of a service its --twins mode measures, and the second database of --two
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.executions import beside, execution, summary, twin_ratio
+from benchmarks import executions
+from benchmarks.executions import beside, default_subjects, execution, summary, twin_ratio
 from contract.errors import NOT_FOUND, ContractError
+from lab import settings
+from lab.registry import CRUD_CALLS, select
 from lab.stack import second_process
 from lab.workload import fetch_id
 
 DESIGN = {"block": 1, "baseline_visits": 4}  # Design.describe(): the subject once a cycle, direct four times
+
+
+def _impl(name: str, language: str, operations: tuple[str, ...] = CRUD_CALLS) -> SimpleNamespace:
+    return SimpleNamespace(name=name, language=language, protocol=name.split("/")[0],
+                           serves=lambda *ops: set(ops) <= set(operations))
+
+
+def test_the_default_subjects_are_one_per_language_of_the_first_protocol_every_language_has() -> None:
+    fake = [_impl("a/python_1", "python"), _impl("a/go_1", "go"),
+            _impl("a/node_push", "node", ("health", "subscribe")),      # a: no Node.js one answering requests
+            _impl("b/python_1", "python"), _impl("b/python_2", "python"), _impl("b/go_1", "go"),
+            _impl("b/node_1", "node"), _impl("c/python_1", "python"), _impl("c/go_1", "go"), _impl("c/node_1", "node")]
+    assert default_subjects(fake) == ["b/python_1", "b/go_1", "b/node_1"]
+    assert default_subjects(fake[:3]) == ["a/python_1", "a/go_1"]  # only Python and Go answer requests there
+    assert default_subjects([*fake[:2], _impl("c/node_1", "node")]) == []
+
+
+def test_the_default_subjects_follow_the_manifests() -> None:
+    got = default_subjects()
+    registry = [i for i in select() if i.serves(*CRUD_CALLS)]
+    chosen = [next(i for i in registry if i.name == name) for name in got]
+    assert sorted(i.language for i in chosen) == sorted({i.language for i in registry})  # each language once
+    assert len({i.protocol for i in chosen}) == 1
+    assert all(i == next(j for j in registry if (j.protocol, j.language) == (i.protocol, i.language))
+               for i in chosen)
+
+
+class _Started(Exception):
+    pass
+
+
+@pytest.mark.parametrize("argv", [[], ["grpc/go_grpc"]])
+def test_the_subjects_named_replace_the_defaults(argv, monkeypatch) -> None:
+    started: list[list[str]] = []
+
+    def running_lab(names):
+        started.append(names)
+        raise _Started
+    monkeypatch.setattr(settings, "measuring", lambda: None)
+    monkeypatch.setattr(executions, "running_lab", running_lab)
+    with pytest.raises(_Started):
+        executions.main(["--executions", "1", *argv])
+    assert started[0][0] in (argv or default_subjects())
 
 
 def test_an_execution_settling_on_the_way_shows_in_its_halves() -> None:

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import psutil
 import pytest
 
-from benchmarks.memory_reducer import FLAG, NODE, collections, node_command
+from benchmarks import memory_reducer
+from benchmarks.memory_reducer import FLAG, collections, node_command, subjects
+from lab import settings
 from lab.context import run_context
-from lab.registry import discover
+from lab.registry import CRUD_CALLS, discover, select
 from lab.stack import running_lab
 
 
@@ -45,9 +49,52 @@ def test_the_trace_is_read_for_reducing_collections_and_scavenges_by_half(tmp_pa
     assert got == {"reducing": [{"s": 160, "mb": [58.0, 24.0]}], "measured_s": [100, 200], "scavenges_by_half": [1, 2]}
 
 
+def _impl(name: str, language: str, operations: tuple[str, ...] = CRUD_CALLS) -> SimpleNamespace:
+    return SimpleNamespace(name=name, language=language, protocol=name.split("/")[0],
+                           serves=lambda *ops: set(ops) <= set(operations))
+
+
+def test_the_subjects_are_the_node_request_answering_services_and_a_python_control_per_protocol() -> None:
+    fake = [_impl("a/python_x", "python"), _impl("a/python_y", "python"), _impl("a/go_z", "go"),
+            _impl("a/node_n", "node"), _impl("b/go_q", "go"), _impl("b/node_m", "node"),
+            _impl("c/python_p", "python"), _impl("c/node_push", "node", ("health", "subscribe")),
+            _impl("d/python_h", "python", ("health", "subscribe")), _impl("d/node_k", "node")]
+    # b and d: no Python one that answers requests, so no control; c: its Node.js one only pushes
+    assert subjects(fake) == (["a/node_n", "b/node_m", "d/node_k"], ["a/python_x"])
+
+
+def test_the_default_subjects_follow_the_manifests() -> None:
+    node, control = subjects()
+    registry = select()
+    assert node == [i.name for i in registry if i.language == "node" and i.serves(*CRUD_CALLS)]
+    # the experiment's first run (docs/notes/latency-design-experiments.md): these five, Flask and graphene controls
+    assert set(node) == {"ws/node_ws", "grpc/node_grpcjs", "graphql/node_yoga", "rest/node_fastify",
+                         "socketio/node_socketio"}
+    assert {"rest/python_flask", "graphql/python_graphene"} <= set(control)
+    by_name = {i.name: i for i in registry}
+    protocols = [by_name[c].protocol for c in control]
+    assert all(by_name[c].language == "python" for c in control) and len(set(protocols)) == len(protocols)
+    assert set(protocols) == {by_name[n].protocol for n in node} & {i.protocol for i in registry
+                                                                    if i.language == "python"}
+
+
+def test_impl_names_the_subjects_and_the_node_ones_change_with_the_condition(monkeypatch) -> None:
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(settings, "measuring", lambda: None)
+    monkeypatch.setattr(settings, "mode", lambda: "native")
+    monkeypatch.setattr(memory_reducer, "one", lambda *args: calls.append(args) or {})
+    monkeypatch.setattr(memory_reducer, "save", lambda kind, out: None)
+    assert memory_reducer.main(["--executions", "1", "--impl", "rest/python_flask", "ws/node_ws"]) == 0
+    assert calls == [("insert", True, False, ["ws/node_ws"], ["rest/python_flask"])]
+    assert memory_reducer.main(["--executions", "1"]) == 0
+    assert calls[1][3:] == subjects()
+    with pytest.raises(SystemExit):
+        memory_reducer.main(["--impl", "rest/no_such_server"])
+
+
 def test_every_node_service_runs_without_the_memory_reducer() -> None:
     node = [impl for impl in discover() if impl.command[0] == "node"]
-    assert {impl.name for impl in node} >= set(NODE)
+    assert {impl.name for impl in node} >= set(subjects()[0])
     assert all(impl.command[1:2] == (FLAG,) for impl in node), [impl.command for impl in node]
 
 

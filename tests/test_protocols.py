@@ -7,14 +7,17 @@ import ast
 import dataclasses
 import importlib.util
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from capture import dissect, wire
 from capture import report as capture_report
-from capture.dissect import DISSECTOR
+from capture.dissect import DISSECTOR, Layers
+from capture.tshark import Packet
 from clients import connect
-from clients.protocols import PROTOCOLS, Protocol, get
+from clients.protocols import PAYLOADS, PROTOCOLS, Protocol, get
 from contract.errors import ERRORS, HTTP_STATUS, ContractError
 from lab import settings
 from lab.context import CLIENT_PACKAGES
@@ -219,3 +222,52 @@ def test_the_push_capture_makes_each_ways_client_through_the_descriptor(monkeypa
             if way.client_options:
                 descriptor.client_class()("http://127.0.0.1:9", **way.client_options).close()
     assert {k: v for p in PROTOCOLS.values() for w in p.push for k, v in w.client_options.items()} == {"http2": True}
+def test_capture_counts_each_payload_by_the_transport_or_by_the_field_its_descriptor_names() -> None:
+    for p in PROTOCOLS.values():
+        if p.message_field:
+            assert p.message_field in dissect.MESSAGE_FIELDS and p.message_field in dissect._FIELDS, p.name
+        else:
+            assert PAYLOADS[p.payload] == p.transport, p.name
+    assert get("grpc").message_field == "grpc.message_length" and get("rest").message_field == ""
+    # the transport's framing on another transport, or a name that is no tshark field: refused
+    with pytest.raises(AssertionError, match="websocket_data on http"):
+        replace(get("rest"), payload="websocket_data")
+    with pytest.raises(AssertionError, match="no tshark field"):
+        replace(get("grpc"), payload="grpc_messages")
+
+
+def test_a_new_protocols_message_field_is_summed_without_a_change_to_capture(monkeypatch) -> None:
+    framed = replace(get("grpc"), name="framed", payload="framed.msg_len")
+    monkeypatch.setitem(wire.PROTOCOLS, "framed", framed)
+    port = 9000
+
+    def packet(number: int, dst: int) -> Packet:
+        return Packet(number, 0.0, 100, 0, 5555 if dst == port else port, dst, 34, 20, 20, False, True, False, False)
+    packets = [packet(1, port), packet(2, 5555), packet(3, port)]
+    layers = {1: Layers(messages={"framed.msg_len": [10, 20], "other.len": [999]}),
+              2: Layers(messages={"framed.msg_len": [7]}, http_body=500),
+              3: Layers(http_body=40)}  # no message of its own: nothing counted
+    assert wire.app_payload(packets, layers, port, "framed") == (30, 7)
+    assert wire.app_payload(packets, layers, port, "rest") == (40, 500)
+
+
+# The protocols' names as words (not "rest", an English word, nor "ws", the WebSocket transport's own).
+NAMED = re.compile(r"\b(" + "|".join(sorted(set(PROTOCOLS) - {"rest", "ws"})) + r")\b", re.IGNORECASE)
+INSTRUMENTS = ("lab", "benchmarks", "load", "capture", "fuzz", "report")  # and the lab's core
+NEUTRAL = sorted(str(path.relative_to(settings.ROOT)) for folder in INSTRUMENTS
+                 for path in (settings.ROOT / folder).rglob("*") if path.suffix in (".py", ".js")
+                 and "node_modules" not in path.parts)
+
+
+def test_the_name_check_reads_every_instrument_file() -> None:
+    assert "capture/wire.py" in NEUTRAL and "load/locustfile.py" in NEUTRAL and len(NEUTRAL) > 60
+    assert NAMED.search("over gRPC") and NAMED.search("socketio/node_socketio") and not NAMED.search("REST, ws")
+
+
+@pytest.mark.parametrize("path", NEUTRAL)
+def test_the_instruments_and_the_labs_core_name_no_protocol(path: str) -> None:
+    """Issue 44: a protocol's specifics live in clients/<protocol>/; the instruments and the lab's
+    core read descriptors and manifests (the same words as grep -iw finds them)."""
+    lines = (settings.ROOT / path).read_text().splitlines()
+    named = [f"{path}:{i}: {line.strip()}" for i, line in enumerate(lines, 1) if NAMED.search(line)]
+    assert not named, "\n".join(named)

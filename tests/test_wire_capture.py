@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from capture.dissect import GRPC_PREFIX, H2_DATA, H2_FRAME_HEADER, H2_HEADERS, dissect
+from capture.dissect import H2_DATA, H2_FRAME_HEADER, H2_HEADERS, dissect
 from capture.tshark import (
     SETUP,
     Capture,
@@ -34,6 +34,7 @@ from capture.tshark import (
 )
 from capture.wire import app_payload, connection_phases, service_port
 from capture.workload import wait_settled
+from clients.grpc import GRPC_PREFIX
 from contract import games_pb2 as pb
 from contract.codec import dumpb, dumps
 from lab import dataset, workload

@@ -3,6 +3,10 @@
 from clients.protocols import Protocol
 from contract.errors import GRPC_STATUS
 
+# The length-prefixed message of gRPC's HTTP/2 framing: a compressed flag and a 4-byte length
+# before each protobuf message, in the DATA frames (grpc.message_length counts the message alone).
+GRPC_PREFIX = 5
+
 
 def grpc_status(native: object, code: str) -> bool:
     return getattr(native, "name", None) == GRPC_STATUS[code]
@@ -10,8 +14,8 @@ def grpc_status(native: object, code: str) -> bool:
 
 DESCRIPTOR = Protocol(
     name="grpc", order=20, label="gRPC", client="clients.grpc.client:GrpcClient",
-    endpoint="{host}:{port}", default_port=50051, transport="http2", payload="grpc_messages",
-    payload_source="protobuf messages: grpc.message_length (without the 5-byte prefix)",
+    endpoint="{host}:{port}", default_port=50051, transport="http2", payload="grpc.message_length",
+    payload_source=f"protobuf messages: grpc.message_length (without the {GRPC_PREFIX}-byte prefix)",
     client_packages=("grpcio", "protobuf"), native_error=grpc_status,
     error_spelling="the gRPC status code of the contract's error table",
     fuzzer="clients.grpc.fuzz:fuzzer", load_client="clients.grpc.load:connect", crosscheck="crosscheck",
