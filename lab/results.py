@@ -43,6 +43,8 @@ KINDS: dict[str, int] = {
     "fuzz": 1,          # tests/test_fuzz.py: results/fuzz/latest.json, latest-test.json
     "cpus": 1,          # python -m benchmarks.cpus: results/cpus-*.json
     "study": 1,         # python -m benchmarks.study: results/study-*.json
+    "executions": 1,    # python -m benchmarks.executions: results/executions-*.json
+    "memory-reducer": 1,  # python -m benchmarks.memory_reducer: results/memory-reducer-*.json
 }
 
 _NAME = re.compile(r"^protolab\.(?P<kind>[a-z0-9-]+)/(?P<version>[0-9]+)$")

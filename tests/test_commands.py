@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from lab import results, settings
 from lab.results_check import written_since
 from tests.test_wire_capture import skip_unless_capturing
@@ -54,4 +56,29 @@ def test_make_load_writes_results_in_the_format():
         assert all("rest/go_nethttp" in str(d["results"]) for d in documents)
     finally:
         for path in (settings.RESULTS / "load").glob(f"{name}-*.json"):
+            path.unlink()
+
+
+BRIEF = {"LAB_BENCH_CYCLES": "10", "LAB_BENCH_WARMUP": "5", "LAB_BENCH_WARMUP_MAX_S": "1",
+         "LAB_BENCH_SETTLE_CYCLES": "2"}
+
+
+@pytest.mark.parametrize(("argv", "kind"), [
+    (["-m", "benchmarks.executions", "--executions", "1", "--operation", "fetch-one", "rest/go_nethttp"],
+     "executions"),
+    (["-m", "benchmarks.memory_reducer", "--executions", "2", "--operation", "fetch-one",
+      "--impl", "rest/go_nethttp", "rest/node_fastify"], "memory-reducer"),
+], ids=["executions", "memory-reducer"])
+def test_the_experiments_write_results_in_the_format(argv, kind, monkeypatch):
+    for name, value in BRIEF.items():
+        monkeypatch.setenv(name, value)
+    since = time.time() - 1.0
+    before = set(settings.RESULTS.glob(f"{kind}-*.json"))
+    try:
+        run(*argv)
+        written = [p for p in written_since(settings.RESULTS, since) if p.name.startswith(f"{kind}-")]
+        (document,) = validated(written, kind)
+        assert document["operation"] == "fetch-one"
+    finally:
+        for path in set(settings.RESULTS.glob(f"{kind}-*.json")) - before:
             path.unlink()
