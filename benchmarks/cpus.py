@@ -42,7 +42,7 @@ from lab import dataset, settings
 from lab import results as lab_results
 from lab.context import host_context
 from lab.host.pinning import pin_tree
-from lab.registry import CRUD_CALLS, Implementation, select
+from lab.registry import CRUD_CALLS, Implementation, first_of_each, select
 from lab.stack import running_lab
 from lab.stats.runs import spread
 
@@ -52,11 +52,8 @@ CONDITIONS = ("one", "all", "split")
 def default_subjects(implementations: Sequence[Implementation] | None = None) -> list[str]:
     """`direct` and, per protocol and language (the manifests' fields), the first implementation
     (registry order) that serves the CRUD operations; `implementations`: the registry's (select())."""
-    first: dict[tuple[str, str], str] = {}
-    for impl in select() if implementations is None else implementations:
-        if impl.serves(*CRUD_CALLS):
-            first.setdefault((impl.protocol, impl.language), impl.name)
-    return ["direct", *first.values()]
+    serving = [i for i in (select() if implementations is None else implementations) if i.serves(*CRUD_CALLS)]
+    return ["direct", *first_of_each(serving, lambda i: (i.protocol, i.language)).values()]
 
 
 def chosen(names: Sequence[str] | None) -> list[str]:

@@ -50,7 +50,7 @@ from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
 from lab import dataset, settings
 from lab.database import database
-from lab.registry import CRUD_CALLS, Implementation, select
+from lab.registry import CRUD_CALLS, Implementation, first_of_each, select
 from lab.stack import Lab, running_lab, second_process
 from lab.stats import runs
 
@@ -61,12 +61,11 @@ def default_subjects(implementations: Sequence[Implementation] | None = None) ->
     language (registry order); `implementations`: the registry's (select())."""
     serving = [i for i in (select() if implementations is None else implementations) if i.serves(*CRUD_CALLS)]
     languages = {i.language for i in serving}
-    first: dict[str, dict[str, str]] = {}  # protocol -> language -> implementation
-    for impl in serving:
-        first.setdefault(impl.protocol, {}).setdefault(impl.language, impl.name)
-    for by_language in first.values():
-        if set(by_language) == languages:
-            return list(by_language.values())
+    first = first_of_each(serving, lambda i: (i.protocol, i.language))
+    for protocol in dict.fromkeys(p for p, _ in first):  # registry order
+        names = [name for (p, _), name in first.items() if p == protocol]
+        if len(names) == len(languages):
+            return names
     return []
 
 

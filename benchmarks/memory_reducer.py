@@ -48,7 +48,7 @@ from benchmarks.executions import execution
 from benchmarks.study import save
 from benchmarks.suite import OPERATION, Suite, design_from_env
 from lab import settings
-from lab.registry import CRUD_CALLS, Implementation, select
+from lab.registry import CRUD_CALLS, Implementation, first_of_each, select
 from lab.stack import running_lab
 
 NODE, CONTROL = "node", "python"  # the manifests' language of the subjects and of the control
@@ -63,11 +63,8 @@ def subjects(implementations: Sequence[Implementation] | None = None) -> tuple[l
     found = list(select() if implementations is None else implementations)
     node = [i for i in found if i.language == NODE and i.serves(*CRUD_CALLS)]
     protocols = {i.protocol for i in node}
-    first: dict[str, str] = {}
-    for impl in found:
-        if impl.language == CONTROL and impl.protocol in protocols and impl.serves(*CRUD_CALLS):
-            first.setdefault(impl.protocol, impl.name)
-    return [i.name for i in node], list(first.values())
+    control = [i for i in found if i.language == CONTROL and i.protocol in protocols and i.serves(*CRUD_CALLS)]
+    return [i.name for i in node], list(first_of_each(control, lambda i: i.protocol).values())
 
 
 def named(names: Sequence[str]) -> tuple[list[str], list[str]]:

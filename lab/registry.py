@@ -43,7 +43,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
@@ -320,6 +320,17 @@ def select(names: Sequence[str] | None = None) -> list[Implementation]:
         if impl.missing():
             _warn_once(missing_line(impl))
     return [i for i in implementations if not i.missing()]
+
+
+def first_of_each(implementations: Iterable[Implementation],
+                  key: Callable[[Implementation], Hashable]) -> dict[Hashable, str]:
+    """The name of the first implementation (in the order given: the registry's) of each
+    value of `key`, e.g. per (protocol, language): how the experiments and studies pick
+    their default subjects from the manifests' fields."""
+    first: dict[Hashable, str] = {}
+    for impl in implementations:
+        first.setdefault(key(impl), impl.name)
+    return first
 
 
 def missing_line(impl: Implementation) -> str:

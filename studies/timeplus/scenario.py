@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.registry import select
+from lab.registry import first_of_each, select
 from load.push import Run, transports
 from studies.timeplus import STUDY
 
@@ -28,10 +28,8 @@ INSTRUMENT = "push"  # python -m studies push runs it, interleaved with the othe
 def default() -> list[str]:
     """One SSE and one WebSocket implementation per language."""
     scenario = STUDY.published()["scenario"]
-    chosen: dict[tuple[str, str], str] = {}
-    for impl in select():
-        if impl.protocol in scenario["protocols"] and impl.serves(scenario["operation"]):
-            chosen.setdefault((impl.language, impl.protocol), impl.name)
+    chosen = first_of_each([i for i in select() if i.protocol in scenario["protocols"]
+                            and i.serves(scenario["operation"])], lambda i: (i.language, i.protocol))
     languages = {language for language, _ in chosen}
     return [name for (language, _), name in chosen.items()
             if all((language, p) in chosen for p in scenario["protocols"]) and language in languages]
