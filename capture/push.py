@@ -45,15 +45,9 @@ def _variants(protocol: str) -> list[PushWay]:
     return [w for w in get(protocol).push if w.capture_label]
 
 
-def _client(lab: Any, name: str, way: PushWay) -> Any:
-    """The implementation's protocol's client, with the way's options (e.g. HTTP/2)."""
-    protocol = get(lab.implementation(name).protocol)
-    return protocol.client_class()(lab.endpoints[name], **way.client_options)
-
-
 def _subscription(lab: Any, name: str, way: PushWay, batch: int, count: int) -> tuple[float, float, list[int]]:
     t0 = time.time()
-    client = _client(lab, name, way)
+    client = lab.client(name, **way.client_options)  # the way's options, e.g. HTTP/2
     with client.subscribe("synthetic", batch=batch, rate=RATE, count=count) as stream:
         app = [e.wire_bytes for e in stream if e.event == "synthetic"]
     client.close()

@@ -177,9 +177,9 @@ class Implementation:
         """Written once the build has succeeded. A build into the tree (npm ci's
         node_modules) keeps it inside that output: the cache directory is shared by
         every clone on the machine, and a marker there would call a clone's
-        half-written node_modules built while another process's npm ci still fills it."""
-        return ROOT / self.build_output / f".protolab-built-{self.input_hash()}" if self.build_output \
-            else out / ".built"
+        half-written node_modules built while another process's npm ci still fills it.
+        Named after `out` (the inputs' hash): a stale output's marker names another."""
+        return ROOT / self.build_output / f".protolab-built-{out.name}" if self.build_output else out / ".built"
 
     def _built(self, out: Path) -> bool:
         return self._marker(out).exists()

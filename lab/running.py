@@ -5,6 +5,7 @@ process ids, and clients and a store of its own for whoever holds it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from clients import connect
 from clients.base import GameClient
@@ -29,11 +30,12 @@ class Lab:
     def implementation(self, name: str) -> Implementation:
         return next(i for i in self.implementations if i.name == name)
 
-    def client(self, name: str) -> GameClient:
-        """A new client of `name` ("rest/python_flask", ... or "direct"), connected."""
+    def client(self, name: str, **options: Any) -> GameClient:
+        """A new client of `name` ("rest/python_flask", ... or "direct"), connected;
+        `options`: its protocol's client's own keywords."""
         if name == "direct":
             return connect("direct", self.database.uri)
-        return connect(self.implementation(name).protocol, self.endpoints[name])
+        return connect(self.implementation(name).protocol, self.endpoints[name], **options)
 
     def store(self) -> Store:
         """The lab's own access to the database (seeding, resets, checks of what is stored): not the

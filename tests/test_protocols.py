@@ -196,32 +196,35 @@ def test_push_rows_keep_their_transports_and_labels() -> None:
     assert [w.capture_label for w in capture_push._variants("sse")] == ["HTTP/1.1", "HTTP/2 (h2c)"]
 
 
-def test_the_push_capture_makes_each_ways_client_through_the_descriptor(monkeypatch) -> None:
-    """capture/push.py's client of a way: its protocol's client with the way's options
-    (HTTP/2 prior knowledge for h2c), not a client it names itself."""
-    from types import SimpleNamespace
-
+def test_the_push_capture_makes_each_ways_client_through_the_lab_with_its_options(monkeypatch) -> None:
+    """capture/push.py's client of a way: the lab's client of the implementation (its protocol's
+    client, clients.connect) with the way's options (HTTP/2 prior knowledge for h2c), not a
+    client it names itself."""
     from capture import push as capture_push
+    from lab.running import Lab
     made = []
 
     class Recorder:
         def __init__(self, endpoint, **options):
             made.append((endpoint, options))
 
-    for impl in (i for i in IMPLEMENTATIONS if i.serves("subscribe")):
-        descriptor = get(impl.protocol)
-        monkeypatch.setattr(capture_push, "get", lambda name: SimpleNamespace(
-            push=get(name).push, client_class=lambda: Recorder))
-        lab = SimpleNamespace(implementation=lambda name, impl=impl: impl, endpoints={impl.name: "http://h:1"})
+    monkeypatch.setattr(Protocol, "client_class", lambda self: Recorder)
+    serving = [i for i in IMPLEMENTATIONS if i.serves("subscribe")]
+    lab = Lab(mode="native", database=None, implementations=serving,  # type: ignore[arg-type]
+              endpoints={i.name: f"http://h:{n}" for n, i in enumerate(serving)})
+    for n, impl in enumerate(serving):
         made.clear()
         for way in capture_push._variants(impl.protocol):
-            assert isinstance(capture_push._client(lab, impl.name, way), Recorder)
-        assert made == [("http://h:1", w.client_options) for w in descriptor.push if w.capture_label], impl.name
-        monkeypatch.undo()
-        for way in capture_push._variants(impl.protocol):  # the real client takes the way's options
-            if way.client_options:
-                descriptor.client_class()("http://127.0.0.1:9", **way.client_options).close()
+            lab.client(impl.name, **way.client_options)
+        assert made == [(f"http://h:{n}", w.client_options) for w in get(impl.protocol).push if w.capture_label]
+    monkeypatch.undo()
+    for way in (w for p in PROTOCOLS.values() for w in p.push if w.client_options):  # the real client takes them
+        client = connect(next(p for p in PROTOCOLS.values() if way in p.push).name, "http://127.0.0.1:9",
+                         **way.client_options)
+        client.close()
     assert {k: v for p in PROTOCOLS.values() for w in p.push for k, v in w.client_options.items()} == {"http2": True}
+
+
 def test_capture_counts_each_payload_by_the_transport_or_by_the_field_its_descriptor_names() -> None:
     for p in PROTOCOLS.values():
         if p.message_field:
