@@ -5,6 +5,7 @@ what is wrong, so no instrument can drift from the documented format unseen."""
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,6 @@ def main(argv: list[str] | None = None) -> int:
     """python -m lab.results_check [DIR ...]: every result file under the directories
     (default results/) against its schema; exit 1 naming each one that does not validate.
     CI runs it after the producing commands (.ci/run)."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m lab.results_check", description=main.__doc__)
     parser.add_argument("dirs", nargs="*", type=Path, default=[settings.RESULTS])
     args = parser.parse_args(argv)
