@@ -96,6 +96,10 @@ _Counted.install()
 CONNECT = {name: p.load_connect() for name, p in PROTOCOLS.items() if p.load_client}
 RESULT_MESSAGE = "lab_result"
 DONE_MESSAGE = "lab_user_done"
+WINDOW_MESSAGE = "lab_window_closed"
+# How much longer than --lab-duration the stop waits for a process whose window closes late:
+# one that answered late (a worker slow to start on a busy machine) still gets its whole window.
+LATE_WINDOW_S = 15.0
 
 
 def _targets_default() -> str:
@@ -206,6 +210,8 @@ class Recorder:
         if connecting and now_ns < self.first_answer_ns + int((o.lab_warmup + o.lab_connect_s) * 1e9):
             return
         self.window_ns = (now_ns, now_ns + int(o.lab_steady * 1e9))
+        if o.lab_duration:  # the master's schedule (_control) stops once every window has closed
+            gevent.spawn_later(o.lab_steady, environment.runner.send_message, WINDOW_MESSAGE, {})
 
     def inside(self, end_ns: int) -> bool:
         if self.options.lab_calls:
@@ -236,6 +242,7 @@ class Recorder:
             "worker_index": getattr(runner, "worker_index", 0), "users": self.users_started,
             "users_connected": self.connected, "users_done": self.users_done, "pid": os.getpid(),
             "window_ns": list(self.window_ns) if self.window_ns else None,
+            "stopped_ns": time.time_ns(),  # the window's clock (the host's, across processes), at the stop
             "first_answer_ns": self.first_answer_ns, "ops": self.ops, "ops_total": self.ops_total,
             "errors": dict(self.errors), "errors_total": dict(self.errors_total),
             "call_span_ns": self.call_span_ns or None,
@@ -453,6 +460,7 @@ def _test_start(environment: Any, **_: Any) -> None:
         return
     RESULTS.clear()
     LIVE.reset()
+    getattr(environment, "lab_done", Counter()).clear()  # the counts of the test before
     o = environment.parsed_options
     if o.lab_duration or o.lab_calls or o.lab_broadcasts:
         gevent.spawn(_control, environment)
@@ -480,8 +488,12 @@ def _init(environment: Any, **_: Any) -> None:
     def on_done(environment: Any, msg: Any, **_: Any) -> None:
         done["users"] += 1
 
+    def on_window(environment: Any, msg: Any, **_: Any) -> None:
+        done["windows"] += 1
+
     runner.register_message(RESULT_MESSAGE, on_result)
     runner.register_message(DONE_MESSAGE, on_done)
+    runner.register_message(WINDOW_MESSAGE, on_window)
     environment.lab_done = done  # type: ignore[attr-defined]
     if environment.web_ui is not None:
         _web_routes(environment)
@@ -500,11 +512,13 @@ def _worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
 
 
 def _control(environment: Any) -> None:
-    """The master's (or local process's) schedule: run for --lab-duration s
-    (or until every user made its --lab-calls calls), stop, collect every
-    worker's result, write the merged file, quit."""
+    """The master's (or local process's) schedule: run for --lab-duration s and
+    until every process's steady window has closed (LATE_WINDOW_S longer at most),
+    or until every user made its --lab-calls calls; stop, collect every worker's
+    result, write the merged file, quit."""
     o = environment.parsed_options
     runner = environment.runner
+    expected = runner.worker_count if isinstance(runner, MasterRunner) else 1
     began = time.monotonic()
     deadline = began + (o.lab_duration or 3600)
     if o.lab_calls or o.lab_broadcasts:
@@ -512,8 +526,10 @@ def _control(environment: Any) -> None:
             gevent.sleep(0.05)
     else:
         gevent.sleep(max(0.0, deadline - time.monotonic()))
+        late = deadline + LATE_WINDOW_S
+        while environment.lab_done["windows"] < expected and time.monotonic() < late:
+            gevent.sleep(0.05)
     runner.stop()
-    expected = runner.worker_count if isinstance(runner, MasterRunner) else 1
     wait_until = time.monotonic() + 30
     while len(RESULTS) < expected and time.monotonic() < wait_until:
         gevent.sleep(0.05)

@@ -249,7 +249,8 @@ def _row(impl: Implementation, s: Settings, plan: Plan, result: dict[str, Any], 
         "generator": {"engine": "locust", "workers": s.workers, "processes": len(job.processes),
                       "netns": [n for n, _ in s.netns],
                       "per_worker": [{"worker_index": w["worker_index"], "users": w["users"], "ops": w["ops"],
-                                      "ops_total": w["ops_total"], "window_ns": w["window_ns"]}
+                                      "ops_total": w["ops_total"], "window_ns": w["window_ns"],
+                                      "stopped_ns": w.get("stopped_ns")}
                                      for w in result["workers"]],
                       "locust_requests_reported": result.get("locust_requests")},
         "valid": not reasons, "invalid_reasons": reasons,

@@ -198,6 +198,46 @@ def test_two_workers_merge_into_one_result(lab):
     assert row["errors_total"] == {}
 
 
+def test_a_worker_that_answers_late_still_gets_its_whole_window(lab):
+    """A worker frozen (SIGSTOP) for longer than the run's planned duration once it has
+    begun calling: the master's stop waits until that worker's window has closed too, so
+    both workers count answers over a whole window (on a busy machine a worker slow to
+    start once counted none)."""
+    impl = lab.implementation("rest/go_nethttp")
+    prepare(lab, "fetch-one")
+    port = int(lab.endpoints[impl.name].rsplit(":", 1)[1])
+    s = settings(workers=2)
+    frozen: list[int] = []
+
+    def freeze_one_worker() -> None:
+        deadline = time.monotonic() + 60
+        while not frozen and time.monotonic() < deadline:
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    if "--worker" in child.cmdline() and any(c.raddr and c.raddr.port == port
+                                                             for c in child.net_connections("tcp")):
+                        child.send_signal(signal.SIGSTOP)
+                        frozen.append(child.pid)
+                        time.sleep(s.warmup_s + s.steady_s + 1.0)  # past the planned stop
+                        child.send_signal(signal.SIGCONT)
+                        return
+                except psutil.Error:
+                    pass
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=freeze_one_worker, daemon=True)
+    thread.start()
+    try:
+        row = runner.run(lab, impl, s, model="closed", clients=20)
+    finally:
+        thread.join(10)
+    assert frozen, "no worker was seen calling the service"
+    workers = row["generator"]["per_worker"]
+    # each window whole: open, and closed before that worker's stop (the same clock)
+    assert all(w["window_ns"] and w["window_ns"][1] <= w["stopped_ns"] and w["ops"] > 0 for w in workers), workers
+    assert histograms.decode(row["histogram"]).get_total_count() == row["ops_window"] == sum(w["ops"] for w in workers)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root (ip netns add)")
 def test_two_workers_on_simulated_hosts(lab_host_any):
     """--netns: each worker in its own namespace, dialling the services and the
