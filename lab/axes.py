@@ -1,0 +1,163 @@
+"""The axes a subject varies along, defined once, as data (beside the workload
+table, lab/workload.py).
+
+A **subject** is what a measurement compares: an implementation, in one
+variant, in one mode, over one network path::
+
+    rest/python_flask                  the implementation as its manifest runs it
+    rest/python_flask+gthread          a variant: one value of a variant axis
+    grpc/go_grpc@docker                the same code in another mode
+    grpc/go_grpc@rtt20ms_10mbit        ... across a shaped link
+    direct@docker                      the baseline on that mode's (or path's) database
+
+Each variant axis lists its values: what a value sets on the service (its
+environment, through lab.environment.service_environment, the one function
+both the native launcher and the Compose renderer call), on the lab's client
+(keyword options of the protocol's client), on the capture (framing,
+transport), and what it needs of the host. A manifest opts into the values
+it supports (`[variants]`, the first value of an axis being the one it runs
+without a suffix); the registry expands the subjects (lab.registry.subjects).
+A value an implementation does not support is left out of that cell with the
+reason printed, never failed.
+
+Modes and network paths are axes of the same table: a run may hold the same
+implementation natively and in Docker, on loopback and across 20 ms, each
+measured interleaved and paired with the others, each anchored to `direct`
+on its own mode and path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+# --- variants -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Value:
+    """One value of an axis."""
+    name: str
+    summary: str
+    service_env: Mapping[str, str] = field(default_factory=dict)   # set on the service's environment
+    client: Mapping[str, Any] = field(default_factory=dict)        # the protocol client's keyword options
+    capture: Mapping[str, Any] = field(default_factory=dict)       # what the wire capture must know
+    requires: tuple[str, ...] = ()                                 # of the host: "root", "docker", "netns"
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    summary: str
+    values: tuple[Value, ...]
+    in_default_run: bool = False   # make bench and make test measure every declared value, not the base alone
+
+    def value(self, name: str) -> Value:
+        for value in self.values:
+            if value.name == name:
+                return value
+        raise ValueError(f"axis {self.name!r} has no value {name!r}: expected one of "
+                         f"{', '.join(v.name for v in self.values)}")
+
+
+def _frozen(**env: str) -> Mapping[str, str]:
+    return MappingProxyType(dict(env))
+
+
+# The variant axes. A manifest's `[variants]` names, per axis, the values its
+# implementation supports, its base first.
+VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
+    Axis("workers", "the worker model of a Python WSGI service under gunicorn", (
+        Value("gevent", "1 process, one greenlet per connection (worker_connections 4096)",
+              service_env=_frozen(LAB_WORKER_MODEL="gevent")),
+        Value("gthread", "1 process x LAB_THREADS threads, a thread per request: a new connection "
+                         "holds a thread until its request is read",
+              service_env=_frozen(LAB_WORKER_MODEL="gthread")),
+    ), in_default_run=True),
+)}
+
+
+# --- modes --------------------------------------------------------------------------
+
+MODES: dict[str, Value] = {v.name: v for v in (
+    Value("native", "the lab's own processes on this host"),
+    Value("docker", "Docker Compose: one container per service and the database's own",
+          requires=("docker",)),
+)}
+DEFAULT_MODE = "native"
+
+
+# --- network paths ------------------------------------------------------------------
+
+_PATH_TOKEN = re.compile(r"^(?:rtt(?P<rtt>\d+(?:\.\d+)?)ms|(?P<rate>\d+(?:\.\d+)?)mbit|loss(?P<loss>\d+(?:\.\d+)?)pct)$")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class NetworkPath:
+    """Where the client's packets go to reach the database and the services.
+
+    loopback: the host's `lo` (no namespace). Every other path puts the database
+    and the services in a network namespace across a veth pair at MTU 1,500
+    (lab/host/netns.py), optionally shaped: an added round trip (split evenly
+    between the two directions), a bandwidth limit (each direction) and a
+    packet loss rate (each direction). Its name is its spec: "loopback", "veth",
+    "rtt20ms", "100mbit", "rtt20ms_10mbit_loss1pct"."""
+    veth: bool = False
+    rtt_ms: float = 0.0
+    rate_mbit: float | None = None
+    loss_pct: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.rtt_ms < 0 or self.loss_pct < 0 or self.loss_pct >= 100 or (
+                self.rate_mbit is not None and self.rate_mbit <= 0):
+            raise ValueError(f"not a network path: rtt {self.rtt_ms} ms, rate {self.rate_mbit} Mbit/s, "
+                             f"loss {self.loss_pct} %")
+        if self.shaped and not self.veth:
+            object.__setattr__(self, "veth", True)  # a shaped path is a veth link
+
+    @property
+    def shaped(self) -> bool:
+        return bool(self.rtt_ms or self.rate_mbit or self.loss_pct)
+
+    @property
+    def name(self) -> str:
+        if not self.veth:
+            return "loopback"
+        parts = ([f"rtt{_num(self.rtt_ms)}ms"] if self.rtt_ms else []) \
+            + ([f"{_num(self.rate_mbit)}mbit"] if self.rate_mbit else []) \
+            + ([f"loss{_num(self.loss_pct)}pct"] if self.loss_pct else [])
+        return "_".join(parts) or "veth"
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "veth": self.veth, "rtt_ms": self.rtt_ms, "rate_mbit": self.rate_mbit,
+                "loss_pct": self.loss_pct}
+
+    @classmethod
+    def parse(cls, name: str) -> NetworkPath:
+        name = name.strip()
+        if name in ("loopback", "lo", ""):
+            return cls()
+        if name == "veth":
+            return cls(veth=True)
+        found: dict[str, float] = {}
+        for token in name.split("_"):
+            match = _PATH_TOKEN.match(token)
+            if match is None:
+                raise ValueError(f"not a network path: {name!r} (expected loopback, veth, or tokens joined by _: "
+                                 "rtt<N>ms, <N>mbit, loss<N>pct, e.g. rtt20ms_10mbit)")
+            key = next(k for k, v in match.groupdict().items() if v is not None)
+            if key in found:
+                raise ValueError(f"network path {name!r} names {key} twice")
+            found[key] = float(match.group(key))
+        return cls(veth=True, rtt_ms=found.get("rtt", 0.0), rate_mbit=found.get("rate"),
+                   loss_pct=found.get("loss", 0.0))
+
+
+LOOPBACK = NetworkPath()
