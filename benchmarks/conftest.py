@@ -11,23 +11,46 @@ from typing import Any
 
 import pytest
 
-from benchmarks.suite import Suite, selected_subjects
+from benchmarks.suite import Suite, operations, selected_subjects
 from lab import results as lab_results
 from lab import settings
+from lab.axes import parse_subject
 from lab.context import run_context
-from lab.pytest_plugin.fixtures import LAB_KEY
+from lab.pytest_plugin.fixtures import SITES_KEY, implementations, run_sites
+from lab.registry import CRUD_CALLS
+from lab.stack import site_unavailable
 from lab.stats import noise
 from lab.stats.statistics import resampled_in_runs, summarize
-from lab.workload import LATENCY
 
 SUITE_KEY = pytest.StashKey[Suite]()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The latency tests: the workload table's operations (benchmarks.suite.operations) ×
+    every implementation that serves CRUD at every site of the run (--lab-mode × --lab-paths),
+    then each site's `direct`. A site this host cannot run gives skipped tests that say why."""
+    if not {"operation", "subject"} <= set(metafunc.fixturenames):
+        return
+    params = []
+    for site in run_sites(metafunc.config):
+        why = site_unavailable(site)
+        marks = [pytest.mark.skip(reason=f"{site.name}: {why}")] if why else []
+        for p in [*implementations(*CRUD_CALLS), pytest.param("direct", id="direct")]:
+            name = p.values[0]
+            if name is None:  # every implementation left out here: its parameter says why
+                params.append(p)
+                continue
+            params.append(pytest.param(site.subject(name), id=site.subject(name), marks=[*p.marks, *marks]))
+    cells = [pytest.param(op, p.values[0], id=f"{op}-{p.id}", marks=p.marks)
+             for op in operations() for p in params]
+    metafunc.parametrize(("operation", "subject"), cells)
+
+
 @pytest.fixture(scope="session")
-def interleaved(request: pytest.FixtureRequest, lab, client_of):
+def interleaved(request: pytest.FixtureRequest, sites, client_of):
     """interleaved(operation) -> benchmarks.suite.Result: every selected subject
     of the operation, measured together on first use."""
-    suite = Suite(lab, client_of, selected_subjects(request.session.items),
+    suite = Suite(sites, client_of, selected_subjects(request.session.items),
                   enabled=not request.config.getoption("benchmark_disable"))
     request.config.stash[SUITE_KEY] = suite
     plugins = request.config.pluginmanager
@@ -178,26 +201,36 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     results = collect(config)
     if not results:
         return
-    lab = config.stash.get(LAB_KEY, None)
+    sites = config.stash.get(SITES_KEY, None)
     suite = config.stash.get(SUITE_KEY, None)
     write = terminalreporter.write_line
     guard = None
     if suite is not None and suite.noise_before is not None:
+        baselines = {op: next((t for s, t in r.times.items() if parse_subject(s)[0] == "direct"), None)
+                     for op, r in suite.results.items()}
         guard = noise.verdict(suite.noise_before, noise.snapshot(),
-                              baseline={op: r.times["direct"] for op, r in suite.results.items()
-                                        if "direct" in r.times})
+                              baseline={op: t for op, t in baselines.items() if t})
     terminalreporter.section("protolab: latency per operation")
-    rankings = {}
-    for operation in [*LATENCY, *sorted(set(results) - set(LATENCY))]:
+    rankings, site_rankings, compared = {}, {}, {}
+    measured = operations()
+    for operation in [*measured, *sorted(set(results) - set(measured))]:
         if operation not in results:
             continue
         result = suite.results.get(operation) if suite else None
         ranking = result.ranking if result else {}
         rankings[operation] = ranking
+        if result is not None:
+            site_rankings[operation] = result.rankings
+            compared[operation] = result.comparisons
         for line in table(operation, results[operation], ranking,
                           result.design.describe() if result else None):
             write(line)
-        for line in ranking_lines(ranking):
+        for suffix, site_ranking in (result.rankings.items() if result else [("", ranking)]):
+            if len(result.rankings if result else {}) > 1:
+                write(f"at {suffix[1:] or 'native on loopback'}:")
+            for line in ranking_lines(site_ranking):
+                write(line)
+        for line in comparison_lines(result.comparisons if result else []):
             write(line)
         write("")
     write("CPU µs/op: CPU time per operation during the timed blocks, of this client process, the service's "
@@ -207,22 +240,50 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     write("cross-check: " + crosscheck_status())
     if guard is not None:
         write(noise.describe(guard), red=guard["flagged"], bold=guard["flagged"])
-    if lab is None:
+    if sites is None:
         return
-    context = run_context(lab.mode, lab.database, lab.implementations,
+    lab = sites.default
+    implementations = list({i.name: i for one in sites.labs.values() for i in one.implementations}.values())
+    key = run_key(sites)
+    context = run_context(lab.mode if len(sites.labs) == 1 else key, lab.database, implementations,
                           benchmark=_benchmark_settings(config, suite))
+    context["sites"] = [{**site.describe(), "database": one.database.describe(),
+                         **({"link": one.link} if one.link else {})} for site, one in sites.labs.items()]
+    context["sites_left_out"] = {site.name: why for site, why in sites.left_out.items()}
     if guard is not None:
         context["noise"] = guard
-    write(f"mode {lab.mode}; database {lab.database.server} {lab.database.version}; "
+    write(f"sites {', '.join(s.name for s in sites.labs)}; database {lab.database.server} {lab.database.version}; "
           f"{context['cpu']['count']} × {context['cpu']['model']}; commit {context['commit']}")
-    # every implementation that serves the CRUD operations (a push-only one has no latency row)
-    subjects = {*(i.name for i in lab.implementations if i.serves("create", "get", "list")), "direct"}
-    complete = all(subjects <= set(results.get(op, {})) for op in LATENCY)
-    path = lab_results.write("latency", lab.mode, context, {"results": results, "rankings": rankings},
+    # every subject that serves the CRUD operations (a push-only one has no latency row)
+    subjects = set(sites.subjects(lambda i: i.serves("create", "get", "list")))
+    complete = all(subjects <= set(results.get(op, {})) for op in measured)
+    path = lab_results.write("latency", key, context,
+                             {"results": results, "rankings": rankings, "site_rankings": site_rankings,
+                              "comparisons": compared},
                              settings.RESULTS / "benchmarks", latest=complete)
     write(f"raw results: {path.relative_to(settings.ROOT)}")
     if not complete:  # a -k selection must not replace the complete run that reports and comparisons read
-        write(f"partial run: {lab.mode}-latest.json (read by lab.stats.compare and make report) left as it was")
+        write(f"partial run: {key}-latest.json (read by lab.stats.compare and make report) left as it was")
+
+
+def run_key(sites: Any) -> str:
+    """A latency file's key: its sites ("native", "docker", "native+docker",
+    "native+native@rtt20ms"), so that no run of other sites overwrites it."""
+    return "+".join(site.mode + (f"@{site.path.name}" if site.path.veth else "") for site in sites.labs)
+
+
+def comparison_lines(compared: list[dict[str, Any]]) -> list[str]:
+    """The paired ratios along one axis: a variant ÷ its base, Docker ÷ native, a path ÷ loopback."""
+    if not compared:
+        return []
+    what = {"variant": "variant ÷ base", "mode": "Docker ÷ native", "path": "path ÷ loopback"}
+    lines = ["one axis changed (99 % CI, paired by cycle; '>' slower, '<' faster, '~' no difference shown):"]
+    for axis in what:
+        rows = [c for c in compared if c["axis"] == axis]
+        if rows:
+            lines.append(f"  {what[axis]}:")
+            lines += [f"    {c['text']}" for c in rows]
+    return lines
 
 
 def crosscheck_status() -> str:

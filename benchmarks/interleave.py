@@ -50,6 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.axes import parse_subject
 from lab.workload import untimed_calls
 
 
@@ -69,7 +70,8 @@ class Design:
         return self.block * self.blocks
 
     def visits(self, subject: str) -> int:
-        return self.baseline_visits if subject == self.baseline else 1
+        """Every site's baseline ("direct", "direct@docker") is visited baseline_visits times a cycle."""
+        return self.baseline_visits if parse_subject(subject)[0] == self.baseline else 1
 
     def per_cycle(self, subjects: list[str]) -> dict[str, int]:
         """Timed rounds per cycle of each subject (the bootstrap's groups)."""

@@ -31,17 +31,20 @@ from typing import Any
 
 from benchmarks.interleave import Design, measure
 from lab import dataset, workload
-from lab.pytest_plugin.fixtures import IMPLEMENTATIONS
+from lab.axes import DEFAULT_MODE, LOOPBACK, Site, parse_subject
 from lab.resources import CpuClock
+from lab.running import Sites
 from lab.stats import noise
-from lab.stats.statistics import rank
+from lab.stats.statistics import CONFIDENCE, PairedBootstrap, compare, cycles_of, rank
 
-# pytest parameters (the implementations that serve CRUD, and the baseline) and their names.
-SUBJECTS = [*IMPLEMENTATIONS, "direct"]
-NAMES = [getattr(p, "values", (p,))[0] for p in SUBJECTS]
-# The latency suite's operations: the workload table's (lab/workload.py) it measures.
-OPERATION = {name: workload.OPERATIONS[name] for name in workload.LATENCY}
-TESTS = {"test_insert": "insert", "test_fetch_one": "fetch-one", "test_fetch_100": "fetch-100"}
+
+def operations() -> list[str]:
+    """The operations measured: LAB_BENCH_OPERATIONS (a comma list of the workload table's
+    names), by default the table's latency rows (insert, fetch-one, fetch-100)."""
+    names = [n.strip() for n in os.environ.get("LAB_BENCH_OPERATIONS", "").split(",") if n.strip()]
+    for name in names:
+        workload.get(name)  # an unknown name stops the run here, saying which
+    return names or list(workload.LATENCY)
 
 
 def design_from_env() -> Design:
@@ -53,14 +56,14 @@ def design_from_env() -> Design:
                   baseline_visits=get("BASELINE_VISITS", 4))
 
 
-def cleanup(op: workload.Operation, collection: Any) -> dict[str, Callable[..., None]]:
+def cleanup(op: workload.Operation, collection: Callable[[str], Any]) -> dict[str, Callable[..., None]]:
     """measure()'s hooks for an operation that creates documents: each untimed
-    call's document deleted, the collection emptied after every block, both
-    outside the timed windows, so every block starts from the same state."""
+    call's document deleted, the collection (the subject's site's) emptied after
+    every block, both outside the timed windows, so every block starts from the same state."""
     if not op.creates:
         return {}
-    return {"after_untimed": lambda subject, out: collection.delete_one({"_id": out["id"]}),
-            "between": lambda subject, outs: collection.delete_many({})}
+    return {"after_untimed": lambda subject, out: collection(subject).delete_one({"_id": out["id"]}),
+            "between": lambda subject, outs: collection(subject).delete_many({})}
 
 
 @dataclass
@@ -68,21 +71,23 @@ class Result:
     operation: str
     design: Design
     times: dict[str, list[float]] = field(default_factory=dict)
+    rankings: dict[str, Any] = field(default_factory=dict)    # site suffix ("" native on loopback) -> its ranking
+    comparisons: list[dict[str, Any]] = field(default_factory=list)  # one axis changed: a ÷ b, paired
     cpu_us: dict[str, dict[str, float]] = field(default_factory=dict)   # subject -> process -> µs per op
     wall_us: dict[str, float] = field(default_factory=dict)             # subject -> µs per op, timed windows
     errors: dict[str, BaseException] = field(default_factory=dict)
     settle: dict[str, Any] = field(default_factory=dict)                # Measurement.settle
     gc: dict[str, Any] = field(default_factory=dict)                    # Measurement.gc
-    ranking: dict[str, Any] = field(default_factory=dict)
+    ranking: dict[str, Any] = field(default_factory=dict)             # the first site's, to_baseline of all
     seconds: float = 0.0
 
 
 class Suite:
     """One per benchmark session: measures an operation on first request."""
 
-    def __init__(self, lab: Any, client_of: Callable[[str], Any], selected: dict[str, list[str]],
+    def __init__(self, sites: Sites, client_of: Callable[[str], Any], selected: dict[str, list[str]],
                  enabled: bool, design: Design | None = None):
-        self.lab = lab
+        self.sites = sites
         self.client_of = client_of
         self.selected = selected
         self.enabled = enabled
@@ -95,28 +100,35 @@ class Suite:
     def warmup_calls(self, subjects: list[str]) -> dict[str, int]:
         """The subjects whose manifest asks for their own number of warm-up calls."""
         found = {}
-        for impl in self.lab.implementations:
-            if impl.name in subjects and impl.warmup_calls is not None:
-                found[impl.name] = impl.warmup_calls
+        for subject in subjects:
+            impl = self.sites.implementation_of(subject)
+            if impl is not None and impl.warmup_calls is not None:
+                found[subject] = impl.warmup_calls
         return found
 
     def clocks(self, subjects: list[str]) -> dict[str, CpuClock]:
-        db_pid = getattr(self.lab.database, "pid", None)
-        base = {"database": db_pid} if db_pid else {}
-        return {s: CpuClock({**base, **({"service": self.lab.pids[s]} if s in self.lab.pids else {})})
-                for s in subjects}
+        out = {}
+        for s in subjects:
+            db_pid = getattr(self.sites.lab_of(s).database, "pid", None)
+            pid = self.sites.pid(s)
+            out[s] = CpuClock({**({"database": db_pid} if db_pid else {}), **({"service": pid} if pid else {})})
+        return out
 
     def run(self, name: str) -> Result:
         if name in self.results:
             return self.results[name]
         if self.enabled and self.noise_before is None:
             self.noise_before = noise.snapshot()
-        op = OPERATION[name]
+        op = workload.get(name)
         result = self.results[name] = Result(name, self.design)
-        store = self.lab.store()
-        collection = store.games
+        stores = {site: lab.store() for site, lab in self.sites.labs.items()}
+        collections = {site: store.games for site, store in stores.items()}
+
+        def collection(subject: str) -> Any:
+            return collections[parse_subject(subject)[1]]
         try:
-            dataset.reset(collection, op.seed, indexes=op.indexes)
+            for games in collections.values():
+                dataset.reset(games, op.seed, indexes=op.indexes)
             calls = {}
             for subject in self.selected.get(name, []):
                 try:
@@ -124,7 +136,7 @@ class Suite:
                     out = call()
                     op.check(out)
                     if op.creates:
-                        collection.delete_many({})
+                        collection(subject).delete_many({})
                     calls[subject] = call
                 except Exception as exc:  # this subject's test fails with it; the others are measured
                     result.errors[subject] = exc
@@ -144,26 +156,78 @@ class Suite:
                 n = len(measured.times[subject])
                 result.cpu_us[subject] = {p: ns / n / 1e3 for p, ns in per_process.items()}
                 result.wall_us[subject] = measured.wall_ns[subject] / n / 1e3
-            result.ranking = rank(result.times, self.design.per_cycle(list(result.times)))
+            rank_sites(result)
             if self.on_measured is not None:
                 self.on_measured(result)
         finally:
-            if op.creates:
-                dataset.reset(collection, [], indexes=False)
-            store.close()
+            for games in collections.values():
+                if op.creates:
+                    dataset.reset(games, [], indexes=False)
+            for store in stores.values():
+                store.close()
         return result
 
 
+def rank_sites(result: Result) -> None:
+    """Each site's ranking against its own `direct`, and the comparisons along one axis."""
+    by_site: dict[Site, dict[str, list[float]]] = {}
+    for subject, times in result.times.items():
+        by_site.setdefault(parse_subject(subject)[1], {})[subject] = times
+    to_baseline: dict[str, Any] = {}
+    for site, times in by_site.items():
+        ranking = rank(times, result.design.per_cycle(list(times)), baseline=site.subject(result.design.baseline))
+        result.rankings[site.suffix] = ranking
+        to_baseline.update(ranking.get("to_baseline", {}))
+    first = next(iter(result.rankings.values()), {})
+    result.ranking = {**first, "to_baseline": to_baseline}
+    result.comparisons = comparisons(result.times, result.design.per_cycle(list(result.times)))
+
+
+def counterparts(subjects: list[str]) -> list[tuple[str, str, str]]:
+    """(a, b, axis): pairs of the run's subjects that differ along one axis only, b the
+    reference: a variant and its base at one site ("workers"), a subject in Docker and
+    natively ("mode"), across a path and on loopback ("path")."""
+    present = set(subjects)
+    out = []
+    for subject in subjects:
+        name, site = parse_subject(subject)
+        base = name.split("+")[0]
+        if base != name and site.subject(base) in present:
+            out.append((subject, site.subject(base), "variant"))
+        if site.mode != DEFAULT_MODE and Site(DEFAULT_MODE, site.path).subject(name) in present:
+            out.append((subject, Site(DEFAULT_MODE, site.path).subject(name), "mode"))
+        if site.path.veth and Site(site.mode, LOOPBACK).subject(name) in present:
+            out.append((subject, Site(site.mode, LOOPBACK).subject(name), "path"))
+    return out
+
+
+def comparisons(times: dict[str, list[float]], per_cycle: dict[str, int]) -> list[dict[str, Any]]:
+    """a ÷ b for every pair `counterparts` finds, paired by cycle, with its 99 % interval."""
+    pairs = counterparts(list(times))
+    if not pairs:
+        return []
+    groups = {s: cycles_of(v, per_cycle[s]) for s, v in times.items()}
+    boot = PairedBootstrap({s: g for s, g in groups.items() if g}, CONFIDENCE)
+    out = []
+    for a, b, axis in pairs:
+        if a in boot.per_cycle and b in boot.per_cycle:
+            ratio, interval = boot.ratio(a, b)
+            out.append({**compare(a, b, ratio, interval, CONFIDENCE), "axis": axis})
+    return out
+
+
 def selected_subjects(items: list[Any]) -> dict[str, list[str]]:
-    """{operation: [subject, ...]} of the collected benchmark tests, in SUBJECTS order."""
-    found: dict[str, set[str]] = {}
+    """{operation: [subject, ...]} of the collected latency tests, in collection order."""
+    found: dict[str, list[str]] = {}
     for item in items:
-        op = TESTS.get(getattr(item, "originalname", ""))
         callspec = getattr(item, "callspec", None)
-        if op and callspec is not None and "subject" in callspec.params \
-                and item.get_closest_marker("skip") is None:
-            found.setdefault(op, set()).add(callspec.params["subject"])
-    return {op: [s for s in NAMES if s in subjects] for op, subjects in found.items()}
+        if callspec is None or not {"operation", "subject"} <= set(callspec.params) \
+                or item.get_closest_marker("skip") is not None:
+            continue
+        subjects = found.setdefault(callspec.params["operation"], [])
+        if callspec.params["subject"] not in subjects:
+            subjects.append(callspec.params["subject"])
+    return found
 
 
 def record(benchmark: Any, result: Result, subject: str) -> None:

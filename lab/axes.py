@@ -29,7 +29,7 @@ on its own mode and path.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -92,7 +92,8 @@ DEFAULT_MODE = "native"
 
 # --- network paths ------------------------------------------------------------------
 
-_PATH_TOKEN = re.compile(r"^(?:rtt(?P<rtt>\d+(?:\.\d+)?)ms|(?P<rate>\d+(?:\.\d+)?)mbit|loss(?P<loss>\d+(?:\.\d+)?)pct)$")
+_NUMBER = r"\d+(?:\.\d+)?"
+_PATH_TOKEN = re.compile(rf"^(?:rtt(?P<rtt>{_NUMBER})ms|(?P<rate>{_NUMBER})mbit|loss(?P<loss>{_NUMBER})pct)$")
 
 
 def _num(value: float) -> str:
@@ -161,3 +162,65 @@ class NetworkPath:
 
 
 LOOPBACK = NetworkPath()
+
+
+# --- sites and subject names -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a subject runs: a mode and a network path. One database per site, and
+    `direct` on it: every subject's ratio is to the `direct` of its own site."""
+    mode: str = DEFAULT_MODE
+    path: NetworkPath = LOOPBACK
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode {self.mode!r}: expected one of {', '.join(MODES)}")
+
+    @property
+    def suffix(self) -> str:
+        """What a subject's name carries of its site: "" for native on loopback."""
+        parts = ([self.mode] if self.mode != DEFAULT_MODE else []) + ([self.path.name] if self.path.veth else [])
+        return "@" + ",".join(parts) if parts else ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.mode} on {self.path.name}"
+
+    def subject(self, implementation: str) -> str:
+        """The subject name of `implementation` (or "direct") at this site."""
+        return implementation + self.suffix
+
+    def describe(self) -> dict[str, Any]:
+        return {"mode": self.mode, "path": self.path.describe(), "suffix": self.suffix}
+
+
+DEFAULT_SITE = Site()
+
+
+def parse_subject(name: str) -> tuple[str, Site]:
+    """ "grpc/go_grpc+x@docker,rtt20ms" -> ("grpc/go_grpc+x", Site("docker", rtt20ms))."""
+    implementation, _, where = name.partition("@")
+    mode, path = DEFAULT_MODE, LOOPBACK
+    for part in filter(None, where.split(",")):
+        if part in MODES:
+            mode = part
+        else:
+            path = NetworkPath.parse(part)
+    return implementation, Site(mode, path)
+
+
+def sites(modes: str | Sequence[str] = DEFAULT_MODE, paths: str | Sequence[str] = "loopback") -> list[Site]:
+    """The sites of a run: every mode on every path, from comma lists (LAB_MODE, LAB_PATHS).
+    Docker mode runs on loopback only (its containers' own network): docker × a shaped
+    path is not a site, and is named as not measured by the caller."""
+    modes = [m.strip() for m in modes.split(",")] if isinstance(modes, str) else list(modes)
+    paths = [p.strip() for p in paths.split(",")] if isinstance(paths, str) else list(paths)
+    out = []
+    for mode in dict.fromkeys(filter(None, modes)):
+        for path in dict.fromkeys(NetworkPath.parse(p) for p in paths or ["loopback"]):
+            site = Site(mode, path)
+            if site not in out:
+                out.append(site)
+    return out

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from lab import dataset, settings
-from lab.registry import discover
+from lab import axes, dataset, settings
+from lab.registry import bases, variants_of
 from lab.stack import Lab, running_lab
 
 WATCH_INTERVAL = 0.5  # seconds between checks that every service still runs
@@ -91,10 +91,24 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def list_implementations(args: argparse.Namespace) -> int:
-    for position, impl in enumerate(discover()):
+    """Each implementation, then its variants (lab/axes.py) indented under it; then the modes and paths."""
+    position = 0
+    for impl in bases():
         missing = f"  [left out: needs {', '.join(impl.missing())}]" if impl.missing() else ""
-        print(f"{impl.name:<30} {impl.protocol:<8} {impl.language:<7} {impl.library:<18} "
-              f"port +{impl.port_offset(position):<4} {impl.server}{missing}")
+        values = ", ".join(f"{a}={v}" for a, v in impl.values)
+        print(f"{impl.name:<32} {impl.protocol:<8} {impl.language:<7} {impl.library:<18} "
+              f"port +{impl.port_offset(position):<4} {impl.server}{f' ({values})' if values else ''}{missing}")
+        position += 1
+        for variant in variants_of(impl):
+            axis = next(a for a, v in variant.values if v in variant.variant)
+            default = "" if axes.VARIANT_AXES[axis].in_default_run else "  [on request]"
+            value = "+".join(variant.variant)
+            print(f"  +{value:<29} {'':<8} {'':<7} {f'{axis}={value}':<18} "
+                  f"port +{variant.port_offset(position):<4} {variant.server}{default}")
+            position += 1
+    print(f"\nmodes: {', '.join(axes.MODES)} (--lab-mode, LAB_MODE: a comma list measures them side by side)")
+    print("network paths: loopback, veth, or a shaped link: rtt<N>ms, <N>mbit, loss<N>pct joined by _ "
+          "(--lab-paths, LAB_PATHS), e.g. rtt20ms_10mbit")
     return 0
 
 

@@ -79,7 +79,9 @@ def run_context(mode: str, database: Database, implementations: list[Implementat
                      # how it was started: the manifest's [run] command, with its runtime's flags
                      "command": list(i.command), "versions": i.versions(),
                      # what was tuned beyond the idiomatic code, and why (services/README.md)
-                     **({"tuned": i.manifest["tuned"]} if i.manifest.get("tuned") else {})}
+                     **({"tuned": i.tuned} if i.tuned else {}),
+                     # its subject: the folder it runs from and its variant's values (lab/axes.py)
+                     "base": i.base, "variant": dict(i.values)}
             for i in implementations},
         "client_versions": {p: _version(p) for p in CLIENT_PACKAGES},
         "python": platform.python_version(),

@@ -175,7 +175,8 @@ class EmbeddedServer:
 
 
 @contextmanager
-def embedded(change_streams: bool = False, binary: Path | None = None) -> Iterator[Database]:
+def embedded(change_streams: bool = False, binary: Path | None = None, host: str = "127.0.0.1",
+             prefix: Sequence[str] = ()) -> Iterator[Database]:
     """The embedded server. `change_streams`: it advertises a single-node
     replica set and keeps an oplog, so change streams open (the push feed
     `changes`, contract/push.md); otherwise `--standalone`, for measurements:
@@ -183,7 +184,7 @@ def embedded(change_streams: bool = False, binary: Path | None = None) -> Iterat
     Its files go on the disk, or in memory with LAB_DB_IN_MEMORY=1 (settings.db_in_memory)."""
     memory = settings.db_in_memory() and settings.MEMORY_DIR.is_dir()
     with tempfile.TemporaryDirectory(prefix="protolab-db-", dir=settings.MEMORY_DIR if memory else None) as tmp:
-        server = EmbeddedServer(Path(tmp), change_streams=change_streams, binary=binary)
+        server = EmbeddedServer(Path(tmp), host=host, prefix=prefix, change_streams=change_streams, binary=binary)
         server.port = settings.port_base() or 0  # protolab serve --port-base N: the database on N
         try:
             yield server.start()
@@ -192,10 +193,17 @@ def embedded(change_streams: bool = False, binary: Path | None = None) -> Iterat
 
 
 @contextmanager
-def database(change_streams: bool | None = None) -> Iterator[Database]:
+def database(change_streams: bool | None = None, host: str = "127.0.0.1",
+             prefix: Sequence[str] = ()) -> Iterator[Database]:
+    """The run's database: MONGODB_URI's, else the embedded server, listening on `host`
+    (inside a network namespace: `prefix`, e.g. VethLink.exec_args)."""
     uri = settings.mongodb_uri()
     if uri:
+        if prefix:
+            raise SystemExit("MONGODB_URI names a database outside the lab's network paths: a path's "
+                             "`direct` must cross the same link as its services; unset it to measure a path")
         yield external(uri)
     else:
-        with embedded(settings.change_streams() if change_streams is None else change_streams) as db:
+        with embedded(settings.change_streams() if change_streams is None else change_streams,
+                      host=host, prefix=prefix) as db:
             yield db

@@ -75,14 +75,15 @@ class ProcessFailed(RuntimeError):
 
 class Process:
     def __init__(self, name: str, argv: Sequence[str], log_path: Path,
-                 env: Mapping[str, str] | None = None, cwd: Path | None = None):
+                 env: Mapping[str, str] | None = None, cwd: Path | None = None, inherit: bool = True):
+        """`env` over the lab's own environment, or (`inherit` False) the whole environment."""
         self.name = name
         self.log_path = log_path
         log = open(log_path, "wb")
         try:
             self.popen = subprocess.Popen(
                 list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+                env={**(os.environ if inherit else {}), **(env or {})}, cwd=cwd, start_new_session=True,
                 preexec_fn=die_with_parent)
         finally:
             log.close()

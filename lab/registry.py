@@ -28,6 +28,19 @@ The manifest (the same format for every language; services/README.md):
     dockerfile = "../../../docker/go/Dockerfile"   # relative to the folder
     port = 8000
 
+    [variants]                        # optional: the values of lab/axes.py's variant axes it supports,
+    workers = ["gevent", "gthread"]   # per axis, its base (the subject without a suffix) first
+
+    [variant.gthread]                 # optional: what the manifest says differently of that variant
+    server = "gunicorn (gthread)"     # (server, concurrency, operations, port_offset, [load], [bench])
+    port_offset = 11
+
+A variant is a subject of its own, named "<implementation>+<value>"
+("rest/python_flask+gthread"): the same folder and command, the values'
+environment (lab/axes.py) on the service. `discover()` expands every
+implementation into its base and the variants of the axes measured by
+default; `variant(name)` resolves any other.
+
 Placeholders in commands: {python} (the lab's interpreter), {root} (the
 repository), {dir} (the implementation's folder), {out} (its build output
 directory in the lab's cache). Every command runs in the repository root.
@@ -44,13 +57,13 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from lab import settings
+from lab import axes, settings
 from lab.settings import PROTOCOL_ORDER, ROOT
 
 SERVICES = ROOT / "services"
@@ -102,7 +115,37 @@ class Implementation:
     dockerfile: str = "Dockerfile"
     operations: tuple[str, ...] = CRUD_CALLS
     warmup_calls: int | None = None  # [bench] warmup_calls: untimed calls before the latency suite measures it
-    manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The manifest's other fields, typed: [run] port_offset, [docker] port, tuned, [load].
+    fixed_port_offset: int | None = None
+    docker_port: int | None = None
+    tuned: str = ""
+    max_connections: int | str | None = None   # [load] max_connections: a number, or "threads"
+    holds_idle_connections: bool = True        # [load] holds_idle_connections
+    # The subject's place on the variant axes (lab/axes.py): (axis, value) for every axis
+    # its manifest declares, base values included; `base` is the folder's implementation.
+    base: str = ""
+    values: tuple[tuple[str, str], ...] = ()
+    supported: tuple[tuple[str, tuple[str, ...]], ...] = ()   # [variants]: axis -> its values
+
+    @property
+    def variant(self) -> tuple[str, ...]:
+        """The values that differ from the base (empty for the base itself)."""
+        supported = dict(self.supported)
+        return tuple(v for a, v in self.values if supported[a][0] != v)
+
+    def service_env(self) -> dict[str, str]:
+        """What its variant's values set on the service's environment (lab/environment.py adds it)."""
+        env: dict[str, str] = {}
+        for axis, value in self.values:
+            env.update(axes.VARIANT_AXES[axis].value(value).service_env)
+        return env
+
+    def client_options(self) -> dict[str, Any]:
+        """What its variant's values set on the protocol client (keyword options)."""
+        options: dict[str, Any] = {}
+        for axis, value in self.values:
+            options.update(axes.VARIANT_AXES[axis].value(value).client)
+        return options
 
     # --- placeholders, build and run ---------------------------------------------
 
@@ -111,7 +154,7 @@ class Implementation:
         build whose command does not name {out} (npm ci of the one Node.js
         project) is the same build for every implementation that runs it: one
         directory, so it runs once."""
-        slug = self.name.replace("/", "-") if any("{out}" in part for part in self.build_command) else "shared"
+        slug = self.base.replace("/", "-") if any("{out}" in part for part in self.build_command) else "shared"
         return settings.cache_dir() / "builds" / f"{slug}-{self.input_hash()}"
 
     def expand(self, parts: Sequence[str], *, python: str = sys.executable, root: Path | None = None,
@@ -124,11 +167,6 @@ class Implementation:
 
     def argv(self) -> list[str]:
         return self.expand(self.command)
-
-    def env(self) -> dict[str, str]:
-        """What every implementation gets, whatever its language (besides HOST, PORT, MONGODB_URI)."""
-        return {"LAB_THREADS": str(settings.threads()), "LAB_CONTRACT": str(CONTRACT),
-                "PYTHONPATH": str(ROOT)}
 
     def input_hash(self) -> str:
         digest = hashlib.sha256(json.dumps(self.build_command).encode())
@@ -190,8 +228,7 @@ class Implementation:
     def port_offset(self, position: int) -> int:
         """Its port above LAB_PORT_BASE: the manifest's [run] port_offset,
         else 100 + its position among the implementations started."""
-        run = self.manifest.get("run") or self.manifest.get("native") or {}
-        return int(run.get("port_offset", 100 + position))
+        return self.fixed_port_offset if self.fixed_port_offset is not None else 100 + position
 
     def endpoint_for(self, host: str, port: int) -> str:
         return self.endpoint.format(host=host, port=port)
@@ -257,28 +294,77 @@ def _lock_versions(lockfile: str, packages: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def _load(path: Path) -> Implementation:
+# What a [variant.<value>] table may say differently of its variant.
+VARIANT_OVERRIDES = ("server", "concurrency", "operations", "port_offset", "load", "bench")
+
+
+def _manifest(path: Path) -> dict[str, Any]:
     manifest = tomllib.loads(path.read_text())
+    if "native" in manifest:
+        raise SystemExit(f"{path}: the [native] table is gone: name it [run]")
+    supported = manifest.get("variants", {})
+    for axis, values in supported.items():
+        if axis not in axes.VARIANT_AXES:
+            raise SystemExit(f"{path}: [variants] names axis {axis!r}, not in lab/axes.py "
+                             f"({', '.join(axes.VARIANT_AXES)})")
+        if not isinstance(values, list) or not values:
+            raise SystemExit(f"{path}: [variants] {axis} must list its values, the base first")
+        for value in values:
+            axes.VARIANT_AXES[axis].value(value)  # raises on an unknown value
+    declared = {v for values in supported.values() for v in values}
+    for value, table in manifest.get("variant", {}).items():
+        if value not in declared:
+            raise SystemExit(f"{path}: [variant.{value}] is not a value its [variants] declares")
+        unknown = set(table) - set(VARIANT_OVERRIDES)
+        if unknown:
+            raise SystemExit(f"{path}: [variant.{value}] may set {', '.join(VARIANT_OVERRIDES)}, "
+                             f"not {', '.join(sorted(unknown))}")
+    return manifest
+
+
+def _with_variant(manifest: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
+    """The manifest as the variant with these values reads it: its [variant.<value>] tables over the base."""
+    merged = dict(manifest)
+    run = dict(merged.get("run", {}))
+    for value in values.values():
+        for key, setting in manifest.get("variant", {}).get(value, {}).items():
+            if key == "port_offset":
+                run["port_offset"] = setting
+            elif isinstance(setting, dict):
+                merged[key] = {**merged.get(key, {}), **setting}
+            else:
+                merged[key] = setting
+    merged["run"] = run
+    return merged
+
+
+def _implementation(path: Path, manifest: dict[str, Any], values: dict[str, str]) -> Implementation:
     folder = path.parent
-    name = folder.relative_to(SERVICES).as_posix()
-    run = manifest.get("run") or manifest.get("native") or {}
-    build = manifest.get("build", {})
-    versions = manifest.get("versions", {})
+    base = folder.relative_to(SERVICES).as_posix()
+    supported = {axis: tuple(v) for axis, v in manifest.get("variants", {}).items()}
+    variant = [v for a, v in values.items() if supported[a][0] != v]
+    m = _with_variant(manifest, values)
+    run, build, versions = m.get("run", {}), m.get("build", {}), m.get("versions", {})
+    load = m.get("load", {})
     try:
         return Implementation(
-            name=name, protocol=manifest["protocol"], language=manifest["language"],
-            library=manifest["library"], server=manifest["server"], path=folder,
-            command=tuple(run["command"]), endpoint=manifest["endpoint"],
-            concurrency=manifest.get("concurrency", ""),
+            name=base + "".join(f"+{v}" for v in variant), protocol=m["protocol"], language=m["language"],
+            library=m["library"], server=m["server"], path=folder,
+            command=tuple(run["command"]), endpoint=m["endpoint"],
+            concurrency=m.get("concurrency", ""),
             build_command=tuple(build.get("command", ())), build_inputs=tuple(build.get("inputs", ())),
             build_output=build.get("output", ""),
             needs=tuple(dict.fromkeys([*build.get("needs", ()), *run.get("needs", ())])),
             lockfile=versions.get("lockfile", "python"),
-            packages=tuple(versions.get("packages", manifest.get("packages", ()))),
-            dockerfile=manifest.get("docker", {}).get("dockerfile", "Dockerfile"),
-            operations=tuple(manifest.get("operations", CRUD_CALLS)),
-            warmup_calls=_warmup_calls(path, manifest.get("bench", {})),
-            manifest=manifest)
+            packages=tuple(versions.get("packages", ())),
+            dockerfile=m.get("docker", {}).get("dockerfile", "Dockerfile"),
+            operations=tuple(m.get("operations", CRUD_CALLS)),
+            warmup_calls=_warmup_calls(path, m.get("bench", {})),
+            fixed_port_offset=run.get("port_offset"), docker_port=m.get("docker", {}).get("port"),
+            tuned=m.get("tuned", ""), max_connections=load.get("max_connections"),
+            holds_idle_connections=load.get("holds_idle_connections", True),
+            base=base, values=tuple((a, values[a]) for a in axes.VARIANT_AXES if a in values),
+            supported=tuple((a, supported[a]) for a in axes.VARIANT_AXES if a in supported))
     except KeyError as exc:
         raise SystemExit(f"{path}: manifest lacks {exc}") from None
 
@@ -290,32 +376,84 @@ def _warmup_calls(path: Path, bench: dict[str, Any]) -> int | None:
     return value
 
 
-def discover(root: Path = SERVICES) -> list[Implementation]:
-    found = [_load(p) for p in sorted(root.glob("*/*/manifest.toml"))]
+@cache
+def _folders(root: Path = SERVICES) -> tuple[tuple[Path, dict[str, Any]], ...]:
+    return tuple((p, _manifest(p)) for p in sorted(root.glob("*/*/manifest.toml")))
 
-    def order(impl: Implementation) -> tuple[int, int, str]:
-        # By protocol (clients/<protocol>/__init__.py), then by language within it (Python, the
-        # reference, first), then by folder.
-        rank = PROTOCOL_ORDER.index(impl.protocol) if impl.protocol in PROTOCOL_ORDER else 99
-        language = LANGUAGE_ORDER.index(impl.language) if impl.language in LANGUAGE_ORDER else 99
-        return rank, language, impl.name
-    return sorted(found, key=order)
+
+def _order(impl: Implementation) -> tuple[int, int, str]:
+    # By protocol (clients/<protocol>/__init__.py), then by language within it (Python, the
+    # reference, first), then by folder, each base before its variants.
+    rank = PROTOCOL_ORDER.index(impl.protocol) if impl.protocol in PROTOCOL_ORDER else 99
+    language = LANGUAGE_ORDER.index(impl.language) if impl.language in LANGUAGE_ORDER else 99
+    return rank, language, impl.base
+
+
+def bases(root: Path = SERVICES) -> list[Implementation]:
+    """One implementation per folder, as its manifest runs it without a suffix."""
+    found = [_implementation(p, m, {a: v[0] for a, v in m.get("variants", {}).items()}) for p, m in _folders(root)]
+    return sorted(found, key=_order)
+
+
+def variants_of(impl: Implementation, *, default_run: bool = False) -> list[Implementation]:
+    """Its variants, one axis varied at a time from its base (`default_run`: only the axes
+    make bench and make test measure by default)."""
+    base = variant(impl.base)
+    out = []
+    for axis, values in base.supported:
+        if default_run and not axes.VARIANT_AXES[axis].in_default_run:
+            continue
+        out += [variant(f"{impl.base}+{value}") for value in values[1:]]
+    return out
+
+
+def discover(root: Path = SERVICES) -> list[Implementation]:
+    """The implementations the lab runs by default: each folder's base and, right after it,
+    its variants on the axes measured by default (lab/axes.py: in_default_run)."""
+    out = []
+    for impl in bases(root):
+        out += [impl, *variants_of(impl, default_run=True)]
+    return out
+
+
+@cache
+def variant(name: str) -> Implementation:
+    """The subject "<implementation>[+<value>...]", or a ValueError that says why it does not exist."""
+    base, *values = name.split("+")
+    folder = next(((p, m) for p, m in _folders() if p.parent.relative_to(SERVICES).as_posix() == base), None)
+    if folder is None:
+        raise ValueError(f"unknown implementation {base!r} (protolab list shows them)")
+    path, manifest = folder
+    supported = {axis: tuple(v) for axis, v in manifest.get("variants", {}).items()}
+    chosen = {a: v[0] for a, v in supported.items()}
+    for value in values:
+        axis = next((a for a, v in axes.VARIANT_AXES.items() if value in {x.name for x in v.values}), None)
+        if axis is None:
+            raise ValueError(f"{name}: {value!r} is no value of any axis in lab/axes.py")
+        if value not in supported.get(axis, ()):
+            raise ValueError(f"{name}: {base} does not support {axis}={value} (its manifest's [variants] "
+                             f"{axis} lists {', '.join(supported.get(axis, ())) or 'nothing'})")
+        chosen[axis] = value
+    return _implementation(path, manifest, chosen)
 
 
 def select(names: Sequence[str] | None = None) -> list[Implementation]:
     """The discovered implementations, or those named (an unknown name stops the
-    run). Unnamed, those whose toolchain is missing are left out, each with a line
-    that says what is missing and how to get it; named, they stop the run."""
-    implementations = discover()
+    run; a variant is named "<implementation>+<value>"). Unnamed, those whose toolchain
+    is missing are left out, each with a line that says what is missing and how to get
+    it; named, they stop the run."""
     if names:
-        unknown = set(names) - {i.name for i in implementations}
-        if unknown:
-            raise SystemExit(f"unknown implementation(s): {', '.join(sorted(unknown))}")
-        chosen = [i for i in implementations if i.name in names]
+        chosen = []
+        for name in names:
+            try:
+                chosen.append(variant(name))
+            except ValueError as exc:
+                raise SystemExit(f"unknown implementation: {exc}") from None
         for impl in chosen:
             if impl.missing():
                 raise SystemExit(missing_line(impl))
         return chosen
+    implementations = discover()
     for impl in implementations:
         if impl.missing():
             _warn_once(missing_line(impl))

@@ -9,6 +9,7 @@ from typing import Any
 
 from clients import connect
 from clients.base import GameClient
+from lab.axes import LOOPBACK, NetworkPath, Site, parse_subject
 from lab.database import Database
 from lab.processes import Process
 from lab.registry import Implementation
@@ -26,6 +27,12 @@ class Lab:
     pids: dict[str, int] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)  # native mode: what the lab started
     closing: bool = False  # set as the lab stops what it started
+    path: NetworkPath = LOOPBACK  # the network path between the lab's clients and it
+    link: dict[str, Any] | None = None  # that path as set up and measured (lab.host.netpath Link.describe)
+
+    @property
+    def site(self) -> Site:
+        return Site(self.mode, self.path)
 
     def implementation(self, name: str) -> Implementation:
         return next(i for i in self.implementations if i.name == name)
@@ -55,3 +62,44 @@ class Lab:
                 tail = process.log_tail(5)
                 gone.append(f"{name} (pid {process.pid}) {why}" + (f"; its log ends:\n{tail}" if tail else ""))
         return gone
+
+
+@dataclass
+class Sites:
+    """The labs of one run, one per site (a mode on a network path), and the subjects
+    measured across them, by name: "rest/python_flask", "rest/python_flask@docker",
+    "direct@rtt20ms" (lab/axes.py)."""
+    labs: dict[Site, Lab]
+    left_out: dict[Site, str] = field(default_factory=dict)   # a site this host could not run: why
+
+    @property
+    def default(self) -> Lab:
+        """The first site's lab: the one a run of a single site has."""
+        return next(iter(self.labs.values()))
+
+    def lab_of(self, subject: str) -> Lab:
+        _, site = parse_subject(subject)
+        try:
+            return self.labs[site]
+        except KeyError:
+            raise KeyError(f"{subject}: its site ({site.name}) is not running in this run") from None
+
+    def implementation_of(self, subject: str) -> Implementation | None:
+        """The implementation behind `subject` (None for a site's `direct`)."""
+        name, _ = parse_subject(subject)
+        return None if name == "direct" else self.lab_of(subject).implementation(name)
+
+    def client(self, subject: str, **options: Any) -> GameClient:
+        name, _ = parse_subject(subject)
+        return self.lab_of(subject).client(name, **options)
+
+    def pid(self, subject: str) -> int | None:
+        name, _ = parse_subject(subject)
+        return self.lab_of(subject).pids.get(name)
+
+    def subjects(self, serving: Any = None) -> list[str]:
+        """Every implementation at every site (those `serving(impl)` accepts), then each site's `direct`."""
+        out = []
+        for site, lab in self.labs.items():
+            out += [site.subject(i.name) for i in lab.implementations if serving is None or serving(i)]
+        return out + [site.subject("direct") for site in self.labs]

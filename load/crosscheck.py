@@ -91,7 +91,7 @@ def client_build(protocol: Protocol) -> Implementation:
         build_output=build.get("output", ""),
         needs=tuple(dict.fromkeys([*build.get("needs", ()), *run.get("needs", ())])),
         lockfile=versions.get("lockfile", "python"), packages=tuple(versions.get("packages", ())),
-        manifest=manifest)
+        base=f"crosscheck/{protocol.name}")
 
 
 def run_client(client: Implementation, the_plan: dict[str, Any], pids: dict[str, int]) -> dict[str, Any]:

@@ -70,7 +70,7 @@ class Settings:
 
 def max_connections(impl: Implementation) -> int | None:
     """What the manifest says the implementation can hold at once (None: no limit stated)."""
-    value = impl.manifest.get("load", {}).get("max_connections")
+    value = impl.max_connections
     if value == "threads":
         return threads()
     return int(value) if value is not None else None
@@ -102,7 +102,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     if limit is not None and clients > limit:
         return {"implementation": impl.name, "model": model, "clients": clients, "rate": rate,
                 "skipped": f"its manifest says it holds at most {limit} connections at once "
-                           f"({impl.manifest.get('concurrency', '')})"}
+                           f"({impl.concurrency})"}
     messaging = protocol(impl.protocol).messaging
     connect_allowance = clients * s.ws_connect_s_per_client if messaging else 0.0
     warmup = max(s.warmup_s, 1.2 * round_s)

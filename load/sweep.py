@@ -66,7 +66,7 @@ def sweep_one(lab: Any, impl: Any, s: runner.Settings, args: argparse.Namespace)
     if last:
         closed += runner.closed_sweep(lab, impl, s, tuple(last), previous=closed)
     entry["seconds"] = round(time.monotonic() - t0, 1)
-    entry["concurrency"] = impl.manifest.get("concurrency", "")
+    entry["concurrency"] = impl.concurrency
     return entry
 
 

@@ -51,8 +51,8 @@ class Profiled(Implementation):
     """An implementation started with its profiler's environment and command-line flags."""
     runtime: Any = None
 
-    def env(self) -> dict[str, str]:
-        return {**super().env(), **self.runtime.environment()}
+    def service_env(self) -> dict[str, str]:
+        return {**super().service_env(), **self.runtime.environment()}
 
     def argv(self) -> list[str]:
         return self.runtime.command(super().argv())

@@ -33,7 +33,7 @@ from lab.pytest_plugin.fixtures import CRUD_CALLS
 from lab.registry import select
 
 TIMEOUT = 10.0
-HOLDING = [i.name for i in select() if i.manifest.get("load", {}).get("holds_idle_connections", True)
+HOLDING = [i.name for i in select() if i.holds_idle_connections
            and i.serves(*CRUD_CALLS)]
 NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_CALLS))
 # One WebSocket per client: the WebSocket protocol and socket.io over its WebSocket transport.
@@ -93,8 +93,8 @@ def test_the_former_configuration_is_named():
     says they park a thread per connection."""
     for name in NOT_HOLDING:
         impl = next(i for i in select() if i.name == name)
-        assert impl.manifest["load"]["holds_idle_connections"] is False
-        assert impl.manifest["concurrency"].startswith("gunicorn gthread")
+        assert impl.holds_idle_connections is False
+        assert impl.concurrency.startswith("gunicorn gthread")
 
 
 @pytest.mark.parametrize("name", HOLDING)

@@ -31,9 +31,9 @@ def test_an_operation_and_a_filter_narrow_the_parameters():
     assert _names(ws) and all(name.startswith("ws/") for name in _names(ws))
     served = {i.name for i in discover() if i.serves("subscribe")}
     assert set(_names(ws)) <= served
-    # ws/python_simple_websocket_gthread serves CRUD only: no feed test is generated for it
-    assert "ws/python_simple_websocket_gthread" not in _names(ws)
-    assert "ws/python_simple_websocket_gthread" in _names(implementations(where=lambda i: i.protocol == "ws"))
+    # ws/python_simple_websocket+gthread serves CRUD only: no feed test is generated for it
+    assert "ws/python_simple_websocket+gthread" not in _names(ws)
+    assert "ws/python_simple_websocket+gthread" in _names(implementations(where=lambda i: i.protocol == "ws"))
 
 
 def test_none_in_the_repository_gives_no_parameter():

@@ -56,6 +56,7 @@ from clients import check_health
 from clients.protocols import get as protocol_descriptor
 from lab import interpreter, settings
 from lab.database import Database, durability_text, external, mode_text, secantus_flags
+from lab.environment import RUN_SETTINGS, run_settings, service_environment
 from lab.host import dockerd
 from lab.processes import free_ports
 from lab.registry import Implementation, discover, glob_files, select
@@ -97,7 +98,7 @@ LANGUAGES: dict[str, Language] = {
         "docker/python/Dockerfile",
         (("BASE_IMAGE", "LAB_PYTHON_IMAGE", "python:3.11-slim"),),
         # The protocol's Python code: a variant may run another folder's app
-        # (rest/python_flask_gthread runs rest/python_flask's), so the image has them all.
+        # (a Python folder may share another's modules), so the image has them all.
         ("pyproject.toml", "contract/**", "services/common/*.py", "services/{protocol}/**/*.py")),
     "go": Language(
         "docker/go/Dockerfile",
@@ -131,8 +132,15 @@ def startup_timeout() -> float:
 
 
 def service_name(impl: Implementation) -> str:
-    """Compose service (and image) name: rest/python_flask -> rest-python-flask."""
-    return impl.name.replace("/", "-").replace("_", "-").lower()
+    """Compose service name: rest/python_flask -> rest-python-flask, rest/python_flask+gthread ->
+    rest-python-flask-gthread."""
+    return impl.name.replace("/", "-").replace("_", "-").replace("+", "-").lower()
+
+
+def image_name(impl: Implementation) -> str:
+    """The image's name: its base implementation's, which its variants share (a variant
+    differs in its environment only)."""
+    return impl.base.replace("/", "-").replace("_", "-").lower()
 
 
 def port_variable(impl: Implementation) -> str:
@@ -152,13 +160,13 @@ def language_of(impl: Implementation) -> Language:
 
 
 def container_port(impl: Implementation) -> int:
-    return int(impl.manifest.get("docker", {}).get("port", protocol_descriptor(impl.protocol).default_port))
+    return impl.docker_port or protocol_descriptor(impl.protocol).default_port
 
 
 def dockerfile_of(impl: Implementation) -> str:
     """The manifest's dockerfile (relative to the implementation's folder), from the root;
     without one, its language's."""
-    if "dockerfile" not in impl.manifest.get("docker", {}):
+    if impl.dockerfile == "Dockerfile" and not (impl.path / "Dockerfile").is_file():
         return language_of(impl).dockerfile
     path = (impl.path / impl.dockerfile).resolve()
     return path.relative_to(settings.ROOT).as_posix()
@@ -179,6 +187,15 @@ def container_build_command(impl: Implementation) -> str:
     if not impl.build_command:
         return ""
     return shlex.join(impl.expand(impl.build_command, python="python", root=CONTAINER_ROOT, out=CONTAINER_OUT))
+
+
+def container_environment(impl: Implementation) -> dict[str, str]:
+    """The service's environment (lab/environment.py) as its container sees it: the
+    run's settings as ${NAME:-default}, which the lab's stack sets (ComposeStack.env)."""
+    return service_environment(
+        impl, host="0.0.0.0", port=container_port(impl),
+        mongodb_uri=f"mongodb://{MONGO_SERVICE}:{MONGO_PORT}/?directConnection=true", root=str(CONTAINER_ROOT),
+        settings_values={name: f"${{{name}:-{default}}}" for name, default in RUN_SETTINGS.items()})
 
 
 def _q(value: object) -> str:
@@ -218,14 +235,14 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
         language = language_of(impl)
         out += [
             f"  {service_name(impl)}:",
-            f"    image: ${{LAB_IMAGE_PREFIX:-{DEFAULT_PREFIX}}}/{service_name(impl)}",
+            f"    image: ${{LAB_IMAGE_PREFIX:-{DEFAULT_PREFIX}}}/{image_name(impl)}",
             "    build:",
             "      context: .",
             f"      dockerfile: {dockerfile_of(impl)}",
             "      network: host",
             "      args:",
             *(f"        {arg}: ${{{variable}:-{default}}}" for arg, variable, default in language.images),
-            f"        SERVICE: {impl.name}",
+            f"        SERVICE: {impl.base}",
             f"        PROTOCOL: {impl.protocol}",
             *([f"        BUILD_COMMAND: {_q(container_build_command(impl))}"]
               if impl.build_command and language.runs_build else []),
@@ -234,9 +251,7 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
             f"        SOURCE_HASH: ${{{hash_variable(impl)}:-}}",
             "    pull_policy: build",
             "    environment:",
-            f"      MONGODB_URI: \"mongodb://{MONGO_SERVICE}:{MONGO_PORT}/?directConnection=true\"",
-            "      LAB_THREADS: ${LAB_THREADS:-4}",
-            "      LAB_CONTRACT: /app/contract/contract.json",
+            *(f"      {name}: {_q(value)}" for name, value in container_environment(impl).items()),
             f"    ports: [\"127.0.0.1:${{{port_variable(impl)}:-}}:{port}\"]",
             "    depends_on:",
             f"      {MONGO_SERVICE}:",
@@ -260,7 +275,7 @@ def image_inputs(impl: Implementation) -> list[Path]:
     """The files one implementation's image is built from: its language's shared
     files, its manifest's [build] inputs, its own folder, its Dockerfile."""
     shared = [p.format(protocol=impl.protocol) for p in language_of(impl).inputs]
-    patterns = [*shared, *impl.build_inputs, f"services/{impl.name}/**", dockerfile_of(impl), ".dockerignore"]
+    patterns = [*shared, *impl.build_inputs, f"services/{impl.base}/**", dockerfile_of(impl), ".dockerignore"]
     return glob_files(patterns)
 
 
@@ -381,7 +396,7 @@ class ComposeStack:
 
     def env(self) -> dict[str, str]:
         env = {**self.d.env, **self.images.chosen,
-               "LAB_IMAGE_PREFIX": self.images.prefix, "LAB_THREADS": str(settings.threads()),
+               "LAB_IMAGE_PREFIX": self.images.prefix, **run_settings(),
                "LAB_MONGO_PORT": str(self.ports.get(MONGO_SERVICE, "")), "LAB_MONGO_ARGS": self.mongo_args()}
         for impl in self.implementations:
             env[port_variable(impl)] = str(self.ports.get(service_name(impl), ""))
@@ -405,7 +420,7 @@ class ComposeStack:
         return proc
 
     def image_of(self, impl: Implementation) -> str:
-        return f"{self.images.prefix}/{service_name(impl)}"
+        return f"{self.images.prefix}/{image_name(impl)}"
 
     def build(self) -> None:
         """Build the service images that are missing or built from other inputs
@@ -419,7 +434,11 @@ class ComposeStack:
                 stale.append(impl)
         t0 = time.monotonic()
         each: dict[str, float] = {}
+        images_built: set[str] = set()
         for impl in stale:  # one at a time, so that each image's time is its own
+            if self.image_of(impl) in images_built:
+                continue  # a variant's image is its base's
+            images_built.add(self.image_of(impl))
             base = ", ".join(self.images.chosen[v] for _, v, _ in language_of(impl).images)
             print(f"protolab: building {service_name(impl)} ({impl.language}, on {base})", flush=True)
             t1 = time.monotonic()

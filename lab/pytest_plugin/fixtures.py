@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from clients.base import GameClient
-from lab import settings
+from lab import axes, settings
+from lab.axes import Site
 from lab.registry import CRUD_CALLS, Implementation, discover, missing_line
-from lab.stack import Lab, running_lab
+from lab.running import Sites
+from lab.stack import Lab, running_sites
 
 
 def implementations(*operations: str, where: Callable[[Implementation], bool] = lambda impl: True) -> list[Any]:
@@ -35,6 +37,7 @@ def implementations(*operations: str, where: Callable[[Implementation], bool] = 
 # The CRUD suites' parameters: every implementation here that serves CRUD (not the push-only ones).
 IMPLEMENTATIONS = implementations(*CRUD_CALLS)
 LAB_KEY = pytest.StashKey[Lab]()
+SITES_KEY = pytest.StashKey[Sites]()
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -49,9 +52,29 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [missing_line(impl) for impl in discover() if impl.missing()]
 
 
+def _modes(value: str) -> str:
+    for mode in value.split(","):
+        if mode.strip() not in settings.MODES:
+            raise pytest.UsageError(f"--lab-mode {value!r}: each of a comma list must be one of "
+                                    f"{', '.join(settings.MODES)}")
+    return value
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--lab-mode", choices=settings.MODES, default=os.environ.get("LAB_MODE", "native"),
-                     help="run against native processes or the Docker Compose stack (env LAB_MODE)")
+    parser.addoption("--lab-mode", type=_modes, default=os.environ.get("LAB_MODE", "native"),
+                     help="native processes, the Docker Compose stack, or both in one run: native,docker "
+                          "(env LAB_MODE)")
+    parser.addoption("--lab-paths", default=os.environ.get("LAB_PATHS", "loopback"),
+                     help="the network paths the subjects are measured across, a comma list: loopback, veth, "
+                          "rtt20ms, 10mbit, rtt20ms_10mbit_loss1pct (lab/axes.py; env LAB_PATHS)")
+
+
+def run_sites(config: pytest.Config) -> list[Site]:
+    """The sites this run measures: every --lab-mode on every --lab-paths."""
+    try:
+        return axes.sites(config.getoption("--lab-mode"), config.getoption("--lab-paths"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,16 +112,24 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 @pytest.fixture(scope="session")
-def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
+def sites(request: pytest.FixtureRequest) -> Iterator[Sites]:
+    """The run's labs, one per site (--lab-mode × --lab-paths); most runs have one."""
     # Tests need change streams (the push feed `changes`); timings are taken without.
     change_streams = not request.config.getoption("benchmark_only", False)
-    with running_lab(mode=request.config.getoption("--lab-mode"), change_streams=change_streams) as running:
-        request.config.stash[LAB_KEY] = running  # for the benchmark summary
+    with running_sites(run_sites(request.config), change_streams=change_streams) as running:
+        request.config.stash[SITES_KEY] = running  # for the benchmark summary
+        request.config.stash[LAB_KEY] = running.default
         yield running
 
 
 @pytest.fixture(scope="session")
-def _clients(lab: Lab) -> Iterator[dict[str, GameClient]]:
+def lab(sites: Sites) -> Lab:
+    """The first site's lab (the only one, unless --lab-mode or --lab-paths names more)."""
+    return sites.default
+
+
+@pytest.fixture(scope="session")
+def _clients(sites: Sites) -> Iterator[dict[str, GameClient]]:
     opened: dict[str, GameClient] = {}
     yield opened
     for client in opened.values():
@@ -106,11 +137,11 @@ def _clients(lab: Lab) -> Iterator[dict[str, GameClient]]:
 
 
 @pytest.fixture(scope="session")
-def client_of(lab: Lab, _clients: dict[str, GameClient]):
-    """client_of(name) -> the session's connected client of that implementation
-    (or of "direct", the baseline), opened on first use."""
+def client_of(sites: Sites, _clients: dict[str, GameClient]):
+    """client_of(name) -> the session's connected client of that subject (an implementation,
+    "direct", the baseline, or either at another site: "direct@docker"), opened on first use."""
     def get(name: str) -> GameClient:
         if name not in _clients:
-            _clients[name] = lab.client(name)
+            _clients[name] = sites.client(name)
         return _clients[name]
     return get

@@ -457,7 +457,7 @@ def _within(runs: list[dict[str, dict[str, float]]], tolerance: float) -> tuple[
     return sum(d <= tolerance for d in spreads), len(spreads)
 
 
-NAME_WIDTH = 36  # the longest implementation name (ws/python_simple_websocket_gthread) and a space
+NAME_WIDTH = 36  # the longest implementation name (ws/python_simple_websocket+gthread) and a space
 
 
 def _yardstick(op: str, medians: list[float | None]) -> list[str]:
