@@ -257,13 +257,24 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     # every subject that serves the CRUD operations (a push-only one has no latency row)
     subjects = set(sites.subjects(lambda i: i.serves("create", "get", "list")))
     complete = all(subjects <= set(results.get(op, {})) for op in measured)
-    path = lab_results.write("latency", key, context,
-                             {"results": results, "rankings": rankings, "site_rankings": site_rankings,
-                              "comparisons": compared},
-                             settings.RESULTS / "benchmarks", latest=complete)
+    data = {"results": results, "rankings": rankings, "site_rankings": site_rankings, "comparisons": compared}
+    if len(sites.labs) == 1:  # one site: its file's key and context say where; the names are the plain ones
+        data = without_suffix(data, next(iter(sites.labs)).suffix)
+    path = lab_results.write("latency", key, context, data, settings.RESULTS / "benchmarks", latest=complete)
     write(f"raw results: {path.relative_to(settings.ROOT)}")
     if not complete:  # a -k selection must not replace the complete run that reports and comparisons read
         write(f"partial run: {key}-latest.json (read by lab.stats.compare and make report) left as it was")
+
+
+def without_suffix(value: Any, suffix: str) -> Any:
+    """`value` with every subject's site suffix ("@docker") taken off its names, keys and sentences."""
+    if not suffix:
+        return value
+    if isinstance(value, dict):
+        return {without_suffix(k, suffix): without_suffix(v, suffix) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_suffix(v, suffix) for v in value]
+    return value.replace(suffix, "") if isinstance(value, str) else value
 
 
 def run_key(sites: Any) -> str:

@@ -11,7 +11,7 @@ the study did:
   every subject.
 
 A subject is an implementation in one variant, mode and network path
-(lab/axes.py): `rest/python_flask+gthread`, `grpc/go_grpc@docker`,
+(lab/axes.py): `rest/python_flask+gthread`, `rest/go_nethttp@docker`,
 `direct@rtt20ms`. The subjects of one operation are measured together,
 interleaved (benchmarks/interleave.py: cycles of warm blocks in random order),
 the first time one of the operation's tests runs, each site's subjects on its

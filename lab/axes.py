@@ -6,8 +6,8 @@ variant, in one mode, over one network path::
 
     rest/python_flask                  the implementation as its manifest runs it
     rest/python_flask+gthread          a variant: one value of a variant axis
-    grpc/go_grpc@docker                the same code in another mode
-    grpc/go_grpc@rtt20ms_10mbit        ... across a shaped link
+    ws/go_gorilla@docker               the same code in another mode
+    ws/go_gorilla@rtt20ms_10mbit       ... across a shaped link
     direct@docker                      the baseline on that mode's (or path's) database
 
 Each variant axis lists its values: what a value sets on the service (its
@@ -200,7 +200,7 @@ DEFAULT_SITE = Site()
 
 
 def parse_subject(name: str) -> tuple[str, Site]:
-    """ "grpc/go_grpc+x@docker,rtt20ms" -> ("grpc/go_grpc+x", Site("docker", rtt20ms))."""
+    """ "rest/go_nethttp+x@docker,rtt20ms" -> ("rest/go_nethttp+x", Site("docker", rtt20ms))."""
     implementation, _, where = name.partition("@")
     mode, path = DEFAULT_MODE, LOOPBACK
     for part in filter(None, where.split(",")):

@@ -369,6 +369,12 @@ def _implementation(path: Path, manifest: dict[str, Any], values: dict[str, str]
         raise SystemExit(f"{path}: manifest lacks {exc}") from None
 
 
+def _load(path: Path) -> Implementation:
+    """The base implementation of the manifest at `path`."""
+    manifest = _manifest(path)
+    return _implementation(path, manifest, {a: v[0] for a, v in manifest.get("variants", {}).items()})
+
+
 def _warmup_calls(path: Path, bench: dict[str, Any]) -> int | None:
     value = bench.get("warmup_calls")
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
@@ -391,8 +397,7 @@ def _order(impl: Implementation) -> tuple[int, int, str]:
 
 def bases(root: Path = SERVICES) -> list[Implementation]:
     """One implementation per folder, as its manifest runs it without a suffix."""
-    found = [_implementation(p, m, {a: v[0] for a, v in m.get("variants", {}).items()}) for p, m in _folders(root)]
-    return sorted(found, key=_order)
+    return sorted((_load(p) for p, _ in _folders(root)), key=_order)
 
 
 def variants_of(impl: Implementation, *, default_run: bool = False) -> list[Implementation]:
@@ -441,8 +446,8 @@ def select(names: Sequence[str] | None = None) -> list[Implementation]:
     """The discovered implementations, or those named (an unknown name stops the
     run; a variant is named "<implementation>+<value>"). Unnamed, those whose toolchain
     is missing are left out, each with a line that says what is missing and how to get
-    it; named, they stop the run."""
-    if names:
+    it; named, they stop the run. An empty list names none."""
+    if names is not None:
         chosen = []
         for name in names:
             try:

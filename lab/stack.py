@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
@@ -160,11 +160,11 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
 
 
 @contextmanager
-def running_sites(sites: Sequence[Site], names: Sequence[str] | None = None,
+def running_sites(sites: Sequence[Site], names: Sequence[str] | Mapping[Site, Sequence[str]] | None = None,
                   change_streams: bool | None = None) -> Iterator[Sites]:
     """Every site's lab at once (lab.axes.Site: a mode on a network path), each with its
-    database and the services `names`; a site this host cannot run is left out with the
-    reason printed, unless it is the only one."""
+    database and the services `names` (all when None; a mapping: each site's own); a site
+    this host cannot run is left out with the reason printed, unless it is the only one."""
     with ExitStack() as stack:
         labs: dict[Site, Lab] = {}
         left_out: dict[Site, str] = {}
@@ -174,7 +174,8 @@ def running_sites(sites: Sequence[Site], names: Sequence[str] | None = None,
                 left_out[site] = reason
                 print(f"protolab: site {site.name} left out: {reason}", flush=True)
                 continue
-            labs[site] = stack.enter_context(running_lab(names, site.mode, change_streams, path=site.path))
+            chosen = names.get(site, []) if isinstance(names, Mapping) else names
+            labs[site] = stack.enter_context(running_lab(chosen, site.mode, change_streams, path=site.path))
         yield Sites(labs, left_out)
 
 

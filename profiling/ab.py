@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     settings.measuring()
     make_call, check = OPERATIONS[args.operation]
-    impls = select(args.impl)
+    impls = select(args.impl or None)
     with tempfile.TemporaryDirectory(prefix="protolab-ab-") as work:
         befores = [build_at(i, args.before, Path(work)) for i in impls]
         with running_lab(implementations=[*impls, *befores]) as lab:

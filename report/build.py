@@ -206,6 +206,36 @@ def native_vs_docker_section(page: Page, inputs: Inputs) -> None:
         page.add(table)
 
 
+AXIS_TITLES = {"variant": "variant ÷ its base", "mode": "Docker ÷ native", "path": "across the path ÷ on loopback"}
+
+
+def side_by_side_section(page: Page, inputs: Inputs) -> None:
+    """The comparisons along one axis from runs that measured several sites (a mode on a
+    network path) together, each ratio paired by cycle within one run."""
+    page.add(Heading(2, "One axis changed, measured side by side", "side-by-side"))
+    runs = {**{m: r for m, r in inputs.runs.items() if any(r.get("comparisons", {}).values())},
+            **inputs.side_by_side}
+    if not inputs.side_by_side:
+        page.add(Para("Not run: `make bench LAB_MODE=native,docker` measures every implementation natively and in "
+                      "Docker in one run (`LAB_PATHS=loopback,rtt20ms` likewise across a network path); the "
+                      "variant ÷ base ratios come from every `make bench`.", "missing"))
+    for key, run in runs.items():
+        ctx = run["context"]
+        sites = "; ".join(f"{s['mode']} on {s['path']['name']}" + (  # older runs name no sites
+            f" (measured: {s['link'].get('measured')})" if s.get("link") else "") for s in ctx.get("sites", []))
+        page.add(Para(f"`{key}-latest.json`, {ctx.get('date')}: {sites}. Each ratio is the median over cycles of "
+                      "the per-cycle ratio of the two subjects, with its 99 % bootstrap interval; '>' means the "
+                      "first is slower and the interval excludes 1."))
+        for op, rows in run.get("comparisons", {}).items():
+            if not rows:
+                continue
+            table = Table(["subject", "reference", "axis", "ratio", "99 % CI", ""],
+                          [[r["a"], r["b"], AXIS_TITLES.get(r["axis"], r["axis"]), f"{r['ratio']:.3f}",
+                            f"{r['ci'][0]:.3f}–{r['ci'][1]:.3f}", r["relation"]] for r in rows],
+                          caption=f"{op}: one axis changed ({key})", anchor=f"side-{key}-{op}")
+            page.add(table)
+
+
 def repeated_runs_section(page: Page, inputs: Inputs) -> None:
     page.add(Heading(2, "Run to run", "runs"))
     rep = inputs.repeated
@@ -281,6 +311,7 @@ def build(inputs: Inputs, head: str, discovered: list[str] | None = None,
     latency_section(page, inputs)
     confidence_rankings = confidence.sections(page, inputs)
     native_vs_docker_section(page, inputs)
+    side_by_side_section(page, inputs)
     repeated_runs_section(page, inputs)
     marks: dict[str, dict[str, int]] = {}
     for study in studies:  # a study may mark its bytes on the lab's wire figure

@@ -22,6 +22,7 @@ class Inputs:
     wire: dict[str, Any] | None = None
     wire_netns: dict[str, Any] | None = None
     repeated: dict[str, Any] | None = None  # make bench-runs: results/runs-latest.json
+    side_by_side: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> a run of several sites
     sources: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable files
 
@@ -85,6 +86,11 @@ def load(results_dir: Path) -> Inputs:
                     ("context", "results"))
         if run is not None:
             inputs.runs[mode] = run
+    # Runs of several sites at once (LAB_MODE=native,docker; LAB_PATHS=...): their one-axis comparisons.
+    for path in sorted((results_dir / "benchmarks").glob("*+*-latest.json")):
+        run = _read(path, inputs, "latency", ("context", "results"))
+        if run is not None:
+            inputs.side_by_side[path.name.removesuffix("-latest.json")] = run
     inputs.wire = _read(results_dir / "capture" / "wire.json", inputs, "capture", ("context", "new_connection"))
     inputs.wire_netns = _read(results_dir / "capture" / "wire-netns.json", inputs, "capture",
                               ("context", "new_connection"))

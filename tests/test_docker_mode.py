@@ -27,10 +27,11 @@ from pathlib import Path
 import pytest
 
 from lab import dataset, settings
+from lab.axes import Site
 from lab.database import secantus_flags
 from lab.host import compose, dockerd
 from lab.registry import CRUD_CALLS, discover
-from lab.stack import Lab, running_lab
+from lab.stack import Lab, running_lab, running_sites
 
 IMPLEMENTATIONS = discover()
 
@@ -289,3 +290,45 @@ def test_ctrl_c_on_docker_serve_brings_the_stack_down_and_restores_the_host(
     assert pids and all(not Path(f"/proc/{pid}").exists() for pid in pids), "a container outlived the stack"
     assert dockerd.IP_FORWARD.read_text().strip() == ip_forward
     assert (dockerd.forward_policy() or "ACCEPT") == forward
+
+
+def _environ(pid: int) -> list[dict[str, str]]:
+    """The environment of the process and of each of its children (gunicorn's worker), as each process has it."""
+    import psutil
+    out = []
+    for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        raw = Path(f"/proc/{proc.pid}/environ").read_bytes()
+        out.append(dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item))
+    return out
+
+
+@pytest.mark.docker
+def test_a_setting_defined_once_reaches_the_service_natively_and_in_docker_in_one_run(
+        request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker model set once in lab/axes.py (the +gthread variant) and a run setting
+    (MONGODB_TIMEOUT_MS) reach the service's own processes in both modes, which run side by
+    side as two sites of one run; read from each process's environment, natively and in
+    its container (the container's processes are this host's), and each site serves."""
+    reason = dockerd.docker_unavailable_reason()
+    if reason:
+        pytest.skip(f"Docker cannot run here: {reason}")
+    if request.config.getoption("--lab-mode") != "native" or dockerd.dockerd_pids():
+        pytest.skip("a Docker daemon is already running (the session's or another run's): one per host")
+    monkeypatch.setenv("MONGODB_TIMEOUT_MS", "4321")
+    subject = "rest/python_flask+gthread"
+    with running_sites([Site(), Site("docker")], names=[subject]) as sites:
+        assert set(sites.subjects()) == {subject, f"{subject}@docker", "direct", "direct@docker"}
+        for name in (subject, f"{subject}@docker"):
+            processes = _environ(sites.pid(name))
+            workers = [env for env in processes if env.get("PORT")]
+            assert workers, f"{name}: no service process with the contract's environment"
+            for env in workers:
+                assert env["LAB_WORKER_MODEL"] == "gthread", name
+                assert env["MONGODB_TIMEOUT_MS"] == "4321", name
+            client = sites.client(name)
+            try:
+                client.health()
+            finally:
+                client.close()
+        # each site's baseline is its own database
+        assert sites.lab_of("direct").database.uri != sites.lab_of("direct@docker").database.uri

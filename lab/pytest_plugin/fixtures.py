@@ -111,12 +111,27 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         pytest.exit("stopping the run: a service of the lab is gone: " + "; ".join(gone), returncode=3)
 
 
+def _subjects_per_site(session: pytest.Session) -> dict[Site, list[str]] | None:
+    """A run made only of tests parametrized by `subject` (the latency suite, or a slice of it)
+    starts only the implementations those tests name, at each site; any other run, all of them."""
+    found: dict[Site, list[str]] = {}
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "subject" not in callspec.params:
+            return None
+        implementation, site = axes.parse_subject(str(callspec.params["subject"]))
+        if implementation != "direct" and implementation not in found.setdefault(site, []):
+            found[site].append(implementation)
+    return found or None
+
+
 @pytest.fixture(scope="session")
 def sites(request: pytest.FixtureRequest) -> Iterator[Sites]:
     """The run's labs, one per site (--lab-mode × --lab-paths); most runs have one."""
     # Tests need change streams (the push feed `changes`); timings are taken without.
     change_streams = not request.config.getoption("benchmark_only", False)
-    with running_sites(run_sites(request.config), change_streams=change_streams) as running:
+    with running_sites(run_sites(request.config), _subjects_per_site(request.session),
+                       change_streams=change_streams) as running:
         request.config.stash[SITES_KEY] = running  # for the benchmark summary
         request.config.stash[LAB_KEY] = running.default
         yield running
