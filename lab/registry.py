@@ -51,6 +51,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -412,12 +413,47 @@ def variants_of(impl: Implementation, *, default_run: bool = False) -> list[Impl
     return out
 
 
+def every_variant(root: Path = SERVICES) -> list[Implementation]:
+    """Every implementation and every variant its manifest declares (compose.yaml has them all)."""
+    return [v for impl in bases(root) for v in (impl, *variants_of(impl))]
+
+
+def requested_values() -> list[str]:
+    """LAB_VARIANTS: the axes (or single values) a run measures beyond the default ones,
+    a comma list, e.g. "compression" or "gzip,tls13"; each axis' every non-base value."""
+    names = [n.strip() for n in os.environ.get("LAB_VARIANTS", "").split(",") if n.strip()]
+    values = []
+    for name in names:
+        if name in axes.VARIANT_AXES:
+            values += [v.name for v in axes.VARIANT_AXES[name].values]
+        elif any(name in {v.name for v in a.values} for a in axes.VARIANT_AXES.values()):
+            values.append(name)
+        else:
+            raise SystemExit(f"LAB_VARIANTS: {name!r} is neither an axis nor a value of lab/axes.py "
+                             f"(axes: {', '.join(axes.VARIANT_AXES)})")
+    return values
+
+
 def discover(root: Path = SERVICES) -> list[Implementation]:
-    """The implementations the lab runs by default: each folder's base and, right after it,
-    its variants on the axes measured by default (lab/axes.py: in_default_run)."""
+    """The implementations the lab runs: each folder's base and, right after it, its variants
+    on the axes measured by default (lab/axes.py: in_default_run) and those LAB_VARIANTS asks
+    for. An implementation that does not support a requested value is left out of that cell,
+    with a line that says so."""
+    requested = requested_values()
     out = []
     for impl in bases(root):
-        out += [impl, *variants_of(impl, default_run=True)]
+        out.append(impl)
+        for candidate in variants_of(impl):
+            axis = next(a for a, v in candidate.values if v in candidate.variant)
+            if axes.VARIANT_AXES[axis].in_default_run or set(candidate.variant) <= set(requested):
+                out.append(candidate)
+        for value in requested:
+            axis = next(a for a, ax in axes.VARIANT_AXES.items() if value in {v.name for v in ax.values})
+            supported = dict(impl.supported).get(axis, ())
+            if value not in supported and value != axes.VARIANT_AXES[axis].values[0].name:
+                _warn_once(f"protolab: {impl.name}+{value} left out: {impl.name} does not support "
+                           f"{axis}={value} (its manifest's [variants] {axis} lists "
+                           f"{', '.join(supported) or 'nothing'})")
     return out
 
 

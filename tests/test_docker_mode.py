@@ -56,7 +56,9 @@ def test_every_implementation_is_a_compose_service(impl) -> None:
     name = compose.service_name(impl)
     block = _service_block(compose.COMPOSE_FILE.read_text(), name)
     assert block, f"{impl.name} is not in compose.yaml"
-    assert f"SERVICE: {impl.name}\n" in block
+    assert f"SERVICE: {impl.base}\n" in block  # a variant runs its base's image, with its own environment
+    for name, value in compose.container_environment(impl).items():
+        assert f"      {name}: {compose._q(value)}\n" in block
     assert f'"127.0.0.1:${{{compose.port_variable(impl)}:-}}:{compose.container_port(impl)}"' in block
     assert "condition: service_healthy" in block
     assert "healthcheck:" not in block  # readiness: the lab, through the protocol's own client
@@ -72,10 +74,10 @@ def test_every_implementation_is_a_compose_service(impl) -> None:
 def test_an_image_is_built_from_its_own_inputs_only(impl) -> None:
     inputs = {p.relative_to(settings.ROOT).as_posix() for p in compose.image_inputs(impl)}
     assert compose.dockerfile_of(impl) in inputs
-    assert any(p.startswith(f"services/{impl.name}/") for p in inputs)
+    assert any(p.startswith(f"services/{impl.base}/") for p in inputs)
     others = [i for i in IMPLEMENTATIONS if i.language != impl.language or i.protocol != impl.protocol]
-    for other in others:  # (a Python variant may run another Python folder's app of its protocol)
-        assert not any(p.startswith(f"services/{other.name}/") for p in inputs), other.name
+    for other in others:  # (a Python folder may share another Python folder's modules of its protocol)
+        assert not any(p.startswith(f"services/{other.base}/") for p in inputs), other.name
     foreign = {"python": "pyproject.toml", "go": "services/go.mod", "node": "services/package-lock.json"}
     for language, marker in foreign.items():
         if language != impl.language:

@@ -124,3 +124,21 @@ def test_a_paired_comparison_finds_a_known_ratio_and_no_difference_where_there_i
     assert docker["ci"][0] < 1.10 < docker["ci"][1]
     same = got["rest/a+gthread"]
     assert same["relation"] == "~" and same["ci"][0] < 1 < same["ci"][1]
+
+
+def test_a_run_may_ask_for_an_axis_and_who_cannot_serve_it_is_named(monkeypatch, capsys):
+    registry._warn_once.cache_clear()
+    monkeypatch.setenv("LAB_VARIANTS", "workers")
+    names = [i.name for i in registry.discover()]
+    assert "rest/python_flask+gthread" in names and "rest/go_nethttp+gthread" not in names
+    assert "rest/go_nethttp+gthread left out: rest/go_nethttp does not support workers=gthread" \
+        in capsys.readouterr().err
+    monkeypatch.setenv("LAB_VARIANTS", "turbo")
+    with pytest.raises(SystemExit, match="neither an axis nor a value"):
+        registry.discover()
+
+
+def test_compose_has_every_declared_variant():
+    rendered = compose.render()
+    for impl in registry.every_variant():
+        assert f"  {compose.service_name(impl)}:" in rendered

@@ -59,7 +59,7 @@ from lab.database import Database, durability_text, external, mode_text, secantu
 from lab.environment import RUN_SETTINGS, run_settings, service_environment
 from lab.host import dockerd
 from lab.processes import free_ports
-from lab.registry import Implementation, discover, glob_files, select
+from lab.registry import Implementation, every_variant, glob_files, select
 from lab.running import Lab
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
@@ -204,7 +204,7 @@ def _q(value: object) -> str:
 
 
 def render(implementations: Sequence[Implementation] | None = None) -> str:
-    impls = list(discover() if implementations is None else implementations)
+    impls = list(every_variant() if implementations is None else implementations)
     mongo_interval = f"${{LAB_MONGO_HEALTH_INTERVAL:-{MONGO_HEALTH_INTERVAL}}}"
     out = [
         "# Generated from services/*/*/manifest.toml by `python -m lab.host.compose write`; do not edit.",
