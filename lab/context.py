@@ -11,6 +11,7 @@ from typing import Any
 
 from clients.protocols import PROTOCOLS
 from lab import interpreter, settings
+from lab.axes import LOOPBACK, NetworkPath
 from lab.database import Database
 from lab.host import compose
 from lab.registry import Implementation
@@ -63,14 +64,17 @@ def host_context(**extra: Any) -> dict[str, Any]:
 
 
 def run_context(mode: str, database: Database, implementations: list[Implementation],
-                docker: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+                docker: dict[str, Any] | None = None, path: NetworkPath = LOOPBACK,
+                **extra: Any) -> dict[str, Any]:
     """`docker`: the Docker side of a docker-mode run (daemon settings, images);
-    by default the running stack's own description (lab.host.compose)."""
+    by default the running stack's own description (lab.host.compose). `path`: the
+    network path the run's clients crossed (a run of several sites says them all)."""
     if docker is None and mode == "docker":
         docker = compose.active_description()
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "mode": mode,
+        "sites": [{"mode": mode, "path": path.describe()}] if "+" not in mode else [],
         "database": database.describe(),
         **({"docker": docker} if docker is not None else {}),
         "implementations": {

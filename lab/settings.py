@@ -40,6 +40,12 @@ def dial_host() -> str:
     return os.environ.get("LAB_DIAL_HOST") or ("127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound)
 
 
+def only() -> list[str]:
+    """LAB_ONLY: a comma list of subjects' implementations ("rest/go_nethttp,grpc/go_grpc"):
+    the test and latency runs generate tests for these alone (empty: every one)."""
+    return [n.strip() for n in os.environ.get("LAB_ONLY", "").split(",") if n.strip()]
+
+
 def port_base() -> int | None:
     """LAB_PORT_BASE=N: fixed ports, the database on N and each service on N +
     its manifest's port_offset; unset: free ports chosen at run time."""

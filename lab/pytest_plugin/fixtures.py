@@ -26,7 +26,9 @@ def implementations(*operations: str, where: Callable[[Implementation], bool] = 
     applies, so a skip says something is missing on this machine. Where every
     implementation it applies to is left out (its toolchain is not installed),
     one parameter, skipped, says which and how to get it."""
-    applies = [impl for impl in discover() if impl.serves(*operations) and where(impl)]
+    only = settings.only()
+    applies = [impl for impl in discover() if impl.serves(*operations) and where(impl)
+               and (not only or impl.name in only)]
     here = [impl for impl in applies if not impl.missing()]
     if here or not applies:  # none in the repository at all: the test's own defect, pytest says so
         return [pytest.param(impl.name, id=impl.name) for impl in here]
