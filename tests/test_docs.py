@@ -12,6 +12,8 @@ import subprocess
 
 import pytest
 
+from lab.database import SECANTUS_VERSION
+from lab.host import dockerd
 from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS
 from lab.settings import ROOT
 
@@ -57,6 +59,17 @@ def test_the_toolchain_minimums_are_stated_in_one_place_and_quoted() -> None:
     stated = {doc.name: re.findall(r"\b(?:Go|Node\.js) ≥ [\d.]+", doc.read_text()) for doc in DOCS}
     quoted = {f"Go ≥ {TOOLCHAIN_MINIMUMS['go']}", f"Node.js ≥ {TOOLCHAIN_MINIMUMS['node']}"}
     assert all(set(found) <= quoted for found in stated.values()), stated
+
+
+def test_the_database_version_is_stated_in_one_place() -> None:
+    """lab/database.py's SECANTUS_VERSION; Docker mode's image and the docs quote it (dated notes aside)."""
+    assert dockerd.SECANTUSD_IMAGE.endswith(f":{SECANTUS_VERSION}")
+    assert "SECANTUS_VERSION" in (ROOT / "lab" / "host" / "dockerd.py").read_text()
+    assert not re.search(r"^SECANTUSD?_VERSION\s*=", (ROOT / "lab" / "host" / "dockerd.py").read_text(), re.M)
+    quoted = {doc.relative_to(ROOT).as_posix(): set(re.findall(r"\b\d+\.\d+\.\d+-beta\.\d+\b", doc.read_text()))
+              for doc in [*DOCS, *(ROOT / "docker").rglob("Dockerfile")] if "notes" not in doc.parts}
+    stale = {doc: versions for doc, versions in quoted.items() if versions - {SECANTUS_VERSION}}
+    assert not stale, f"SecantusDB is at {SECANTUS_VERSION}: {stale}"
 
 
 def test_every_relative_link_in_the_docs_leads_to_a_file() -> None:

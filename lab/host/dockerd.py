@@ -32,6 +32,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Self
 
+from lab.database import SECANTUS_CRATE, SECANTUS_VERSION
 from lab.processes import die_with_parent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,12 +46,11 @@ ADDRESS_POOL = "base=198.19.0.0/16,size=24"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_IMAGE = "protolab/debian:bookworm"
 PYTHON_IMAGE = "protolab/python:3.11"
-SECANTUSD_VERSION = "0.5.3-beta.193"
-SECANTUSD_IMAGE = f"protolab/secantusd:{SECANTUSD_VERSION}"
+SECANTUSD_IMAGE = f"protolab/secantusd:{SECANTUS_VERSION}"  # the version: lab/database.py's, the one place
 SECANTUSD_BINARY = Path(
     os.environ.get(
         "PROTOLAB_SECANTUSD_BINARY",
-        f"/root/.cache/protolab/secantusd-rs-{SECANTUSD_VERSION}/bin/secantusd-rs",
+        f"/root/.cache/protolab/secantusd-rs-{SECANTUS_VERSION}/bin/secantusd-rs",
     )
 )
 # Locally added CAs: on hosts behind an intercepting TLS proxy, its CA is here.
@@ -663,7 +663,7 @@ def build_secantusd_image(
     """Build the embedded database's image from the binary built on the host."""
     if not binary.is_file():
         raise DockerError(
-            f"{binary} is missing; build it with: cargo install secantus-mdb --version {SECANTUSD_VERSION} "
+            f"{binary} is missing; build it with: cargo install {SECANTUS_CRATE} --version {SECANTUS_VERSION} "
             f"--ignore-rust-version --locked --root {binary.parent.parent}"
         )
     _build(d, "mongo-embedded", image, base, {"secantusd-rs": binary})
