@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Self
 
-from lab.database import SECANTUS_CRATE, SECANTUS_VERSION
+from lab.database import SECANTUS_CRATE, SECANTUS_VERSION, secantus_path
 from lab.processes import die_with_parent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,12 +47,6 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_IMAGE = "protolab/debian:bookworm"
 PYTHON_IMAGE = "protolab/python:3.11"
 SECANTUSD_IMAGE = f"protolab/secantusd:{SECANTUS_VERSION}"  # the version: lab/database.py's, the one place
-SECANTUSD_BINARY = Path(
-    os.environ.get(
-        "PROTOLAB_SECANTUSD_BINARY",
-        f"/root/.cache/protolab/secantusd-rs-{SECANTUS_VERSION}/bin/secantusd-rs",
-    )
-)
 # Locally added CAs: on hosts behind an intercepting TLS proxy, its CA is here.
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 
@@ -657,10 +651,18 @@ def local_images() -> dict[str, str]:
             "LAB_DEBIAN_IMAGE": BASE_IMAGE, "LAB_MONGO_IMAGE": SECANTUSD_IMAGE}
 
 
+def secantusd_binary() -> Path:
+    """The host's secantusd-rs the database image is built from: $PROTOLAB_SECANTUSD_BINARY,
+    else the lab's own build in its cache (PROTOLAB_CACHE; lab/database.py's secantus_path)."""
+    override = os.environ.get("PROTOLAB_SECANTUSD_BINARY")
+    return Path(override) if override else secantus_path()
+
+
 def build_secantusd_image(
-    d: Dockerd, image: str = SECANTUSD_IMAGE, base: str = BASE_IMAGE, binary: Path = SECANTUSD_BINARY
+    d: Dockerd, image: str = SECANTUSD_IMAGE, base: str = BASE_IMAGE, binary: Path | None = None
 ) -> None:
-    """Build the embedded database's image from the binary built on the host."""
+    """Build the embedded database's image from the binary built on the host (secantusd_binary())."""
+    binary = secantusd_binary() if binary is None else binary
     if not binary.is_file():
         raise DockerError(
             f"{binary} is missing; build it with: cargo install {SECANTUS_CRATE} --version {SECANTUS_VERSION} "
