@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from lab.database import SECANTUS_VERSION
-from lab.host import dockerd
+from lab.host import compose, dockerd
 from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS
 from lab.settings import ROOT
 
@@ -61,6 +61,28 @@ def test_the_toolchain_minimums_are_stated_in_one_place_and_quoted() -> None:
     assert all(set(found) <= quoted for found in stated.values()), stated
 
 
+def test_no_code_states_a_toolchain_minimum_of_its_own() -> None:
+    """Messages and default images take TOOLCHAIN_MINIMUMS; the other Go module and Node.js project
+    declare the same; the Dockerfiles and docs quote the default images compose.py derives from it."""
+    assert re.search(r"^go (\d+\.\d+)", (ROOT / "clients" / "go.mod").read_text(), re.M).group(1) \
+        == TOOLCHAIN_MINIMUMS["go"]
+    crosscheck = json.loads((ROOT / "clients" / "socketio" / "crosscheck" / "package.json").read_text())
+    assert crosscheck["engines"]["node"] == f">={TOOLCHAIN_MINIMUMS['node']}"
+    literal = re.compile(r"\b(?:Go|Node(?:\.js)?)\s*(?:>=|≥)\s*\d")
+    code = [path for path in (ROOT / "lab").rglob("*.py") if literal.search(path.read_text())]
+    assert not code, f"a toolchain minimum written out, not read from TOOLCHAIN_MINIMUMS: {code}"
+    defaults = {variable: image for language in ("go", "node")
+                for _, variable, image in compose.LANGUAGES[language].images if variable != "LAB_DEBIAN_IMAGE"}
+    assert defaults == {"LAB_GO_IMAGE": f"golang:{TOOLCHAIN_MINIMUMS['go']}-bookworm",
+                        "LAB_NODE_IMAGE": f"node:{TOOLCHAIN_MINIMUMS['node'].split('.')[0]}-bookworm-slim"}
+    quoting = [ROOT / "docker" / "go" / "Dockerfile", ROOT / "docker" / "node" / "Dockerfile",
+               ROOT / "docs" / "docker.md", ROOT / "docker" / "images" / "README.md", ROOT / "lab" / "host" / "compose.py"]
+    for path in quoting:
+        text = path.read_text()
+        images = set(re.findall(r"\b(?:golang|node):\d[\w.-]*", text))
+        assert images and images <= set(defaults.values()), f"{path.relative_to(ROOT)} quotes {images}"
+
+
 def test_the_database_version_is_stated_in_one_place() -> None:
     """lab/database.py's SECANTUS_VERSION; Docker mode's image and the docs quote it (dated notes aside)."""
     assert dockerd.SECANTUSD_IMAGE.endswith(f":{SECANTUS_VERSION}")
@@ -98,3 +120,4 @@ def test_the_former_load_engine_is_named_once_and_only_to_say_why_it_is_not_used
     module = subprocess.run(["git", "grep", "-Il", f"go.{FORMER_ENGINE}.io"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60).stdout.split()
     assert module == [], module
+

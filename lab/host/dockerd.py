@@ -34,6 +34,7 @@ from typing import Any, Self
 
 from lab.database import SECANTUS_CRATE, SECANTUS_VERSION, secantus_path
 from lab.processes import die_with_parent
+from lab.registry import TOOLCHAIN_MINIMUMS
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker" / "images"
@@ -626,7 +627,8 @@ def node_image() -> str:
 def build_golang_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None) -> None:
     """Build protolab/golang:<version> from the host's Go toolchain (its GOROOT)."""
     if host_go_version() is None:
-        raise DockerError("the local Go image is built from the host's Go toolchain: install Go >= 1.22 "
+        raise DockerError("the local Go image is built from the host's Go toolchain: install Go "
+                          f">= {TOOLCHAIN_MINIMUMS['go']} "
                           "(https://go.dev/dl/), or set LAB_GO_IMAGE to a Go image")
     goroot = Path(_host_output(["go", "env", "GOROOT"]))
     _build(d, "golang", golang_image(), base, {"go": goroot}, extra_ca)
@@ -635,7 +637,8 @@ def build_golang_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] 
 def build_node_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None) -> None:
     """Build protolab/node:<version> from the host's node binary and npm."""
     if host_node_version() is None or not shutil.which("npm"):
-        raise DockerError("the local Node.js image is built from the host's Node.js: install Node.js >= 20 "
+        raise DockerError("the local Node.js image is built from the host's Node.js: install Node.js "
+                          f">= {TOOLCHAIN_MINIMUMS['node']} "
                           "with npm (https://nodejs.org/), or set LAB_NODE_IMAGE to a Node.js image")
     node = Path(shutil.which("node") or "").resolve()
     npm = Path(_host_output(["npm", "root", "-g"])) / "npm"
