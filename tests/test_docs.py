@@ -1,7 +1,9 @@
 """The user's documentation says what the lab does: the README stays a guide
 (short, no dated timing tables, every top-level folder in its layout), the
-toolchain minimums come from one place, the docs' links lead somewhere, and
-the AGPL-licensed former load engine is named only where the docs say why it is not used."""
+toolchain minimums and the database's version come from one place, the docs' links lead
+somewhere, every command they show (`make X`, `python -m X`, `protolab X`) exists and
+answers --help, and the AGPL-licensed former load engine is named only where the docs say
+why it is not used."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import json
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,7 +80,8 @@ def test_no_code_states_a_toolchain_minimum_of_its_own() -> None:
     assert defaults == {"LAB_GO_IMAGE": f"golang:{TOOLCHAIN_MINIMUMS['go']}-bookworm",
                         "LAB_NODE_IMAGE": f"node:{TOOLCHAIN_MINIMUMS['node'].split('.')[0]}-bookworm-slim"}
     quoting = [ROOT / "docker" / "go" / "Dockerfile", ROOT / "docker" / "node" / "Dockerfile",
-               ROOT / "docs" / "docker.md", ROOT / "docker" / "images" / "README.md", ROOT / "lab" / "host" / "compose.py"]
+               ROOT / "docs" / "docker.md", ROOT / "docker" / "images" / "README.md",
+               ROOT / "lab" / "host" / "compose.py"]
     for path in quoting:
         text = path.read_text()
         images = set(re.findall(r"\b(?:golang|node):\d[\w.-]*", text))
@@ -121,3 +126,64 @@ def test_the_former_load_engine_is_named_once_and_only_to_say_why_it_is_not_used
                             text=True, timeout=60).stdout.split()
     assert module == [], module
 
+
+# --- every command the docs show resolves and runs -----------------------------------------------
+
+COMMAND_DOCS = [README, ROOT / "benchmarks" / "README.md", ROOT / "services" / "README.md",
+                *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+INLINE = re.compile(r"`([^`]+)`")  # inline code may wrap onto the next line
+COMMAND = re.compile(r"(?<![\w/.-])(?:\.venv/bin/)?(?:(make)\s+([a-z][\w-]*)|python3?\s+-m\s+([A-Za-z_][\w.]*)"
+                     r"|(protolab)\s+([a-z-]+))")
+# Modules the docs show that cannot answer --help, with the reason; checked to import instead.
+NO_HELP = {
+    "lab.codegen": "takes no options: run with any, it regenerates the contract's code (go-installing protoc plugins)",
+}
+HELP_TIMEOUT_S = 120
+
+
+def documented_commands() -> dict[tuple[str, str], list[str]]:
+    """(kind, name) -> where the docs show it: each `make X`, `python -m X` and `protolab X` in a fenced
+    block or inline code span (prose that merely says "make" is not a command)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for doc in COMMAND_DOCS:
+        text = doc.read_text()
+        spans = [*FENCE.findall(text), *INLINE.findall(FENCE.sub("", text))]
+        for span in spans:
+            for make, target, module, _protolab, sub in COMMAND.findall(" ".join(span.split())):
+                key = ("make", target) if make else ("python -m", module) if module else ("protolab", sub)
+                found.setdefault(key, []).append(doc.relative_to(ROOT).as_posix())
+    return found
+
+
+def make_targets() -> set[str]:
+    return set(re.findall(r"^([A-Za-z][\w-]*)\s*:(?!=)", (ROOT / "Makefile").read_text(), re.M))
+
+
+def test_the_docs_show_commands_of_every_kind() -> None:
+    kinds = {kind for kind, _ in documented_commands()}
+    assert kinds == {"make", "python -m", "protolab"}, kinds
+    assert {"bench", "test", "serve", "bootstrap"} <= make_targets()
+
+
+@pytest.mark.parametrize("kind,name", [pytest.param(*key, id=" ".join(key)) for key in sorted(documented_commands())])
+def test_every_command_the_docs_show_resolves_and_runs(kind: str, name: str) -> None:
+    where = ", ".join(sorted(set(documented_commands()[kind, name])))
+    if kind == "make":
+        assert name in make_targets(), f"`make {name}` ({where}) is not a target of the Makefile"
+        return
+    if kind == "python -m" and name in NO_HELP:
+        import importlib.util
+
+        assert importlib.util.find_spec(name) is not None, f"`python -m {name}` ({where}): no such module"
+        return
+    if kind == "python -m":
+        argv = [sys.executable, "-m", name, "--help"]
+    else:  # .venv/bin/protolab (lab/cli.py's main), beside the interpreter that runs the tests
+        script = Path(sys.executable).with_name("protolab")
+        entry = [str(script)] if script.exists() else [sys.executable, "-c",
+                                                       "import sys, lab.cli; sys.exit(lab.cli.main())"]
+        argv = [*entry, *([name] if name != "--help" else []), "--help"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=HELP_TIMEOUT_S)
+    assert done.returncode == 0, (f"`{kind} {name} --help` ({where}) exited {done.returncode}:\n"
+                                  f"{done.stdout[-1000:]}{done.stderr[-2000:]}")
