@@ -56,8 +56,11 @@ MODES ?= native,docker
 bench-runs: bootstrap
 	$(PY) -m lab.stats.runs --runs $(RUNS) --modes $(MODES) -- $(PYTEST_ARGS)
 
+# The sandbox; its options (protolab serve --help) in SERVE_ARGS:
+# make serve SERVE_ARGS="--port-base 18000 --only rest/python_flask grpc/go_grpc"
+SERVE_ARGS ?=
 serve: bootstrap
-	$(VENV)/bin/protolab serve
+	$(VENV)/bin/protolab serve $(SERVE_ARGS)
 
 # Docker mode (lab/host/compose.py). Local base, Python and database images for hosts
 # without an image registry (debootstrap; about a minute once, then cached).
