@@ -47,8 +47,10 @@ FUZZ_CASES ?= 10000
 fuzz: bootstrap
 	FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS)
 
+# The latency suite alone (benchmarks/): collecting tests/ too printed a skip mark for each of
+# its ~1,400 tests before the first benchmark. Narrow it with -k: make bench PYTEST_ARGS="-k fetch"
 bench: bootstrap
-	$(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+	$(PY) -m pytest --benchmark-only benchmarks $(PYTEST_ARGS)
 
 # Repeated runs, modes alternating, to measure run-to-run noise: make bench-runs RUNS=3 MODES=native,docker
 RUNS ?= 3
@@ -68,7 +70,7 @@ docker-images: bootstrap
 	$(PY) -m lab.host.dockerd images
 
 bench-docker: bootstrap
-	LAB_MODE=docker $(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+	LAB_MODE=docker $(PY) -m pytest --benchmark-only benchmarks $(PYTEST_ARGS)
 
 # The conformance, bad-input, push and database-files suites against the Docker stack (the Docker
 # smoke test, with its host-restore check, is part of `make test`).
