@@ -113,8 +113,10 @@ lint: $(STAMP)
 	  echo "gofmt, go vet: clean ($$(echo $$modules))"; \
 	else echo "lint: no Go toolchain here; gofmt and go vet left out"; fi
 
+# The venv and everything the commands wrote under results/ (all but its committed README.md).
 clean:
-	rm -rf $(VENV) results/benchmarks results/capture results/load
+	rm -rf $(VENV)
+	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
 
 # CPU profiles per implementation and operation with each runtime's own profiler
 # (profiling/): results/profiles/<impl>/<operation>/. make profile PROFILE_ARGS="--impl grpc/go_grpc --seconds 10"
