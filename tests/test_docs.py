@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from clients.protocols import PROTOCOLS
 from lab.database import SECANTUS_VERSION
 from lab.host import compose, dockerd
-from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS
+from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS, discover
 from lab.settings import ROOT
 
 README = ROOT / "README.md"
@@ -187,3 +188,30 @@ def test_every_command_the_docs_show_resolves_and_runs(kind: str, name: str) -> 
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=HELP_TIMEOUT_S)
     assert done.returncode == 0, (f"`{kind} {name} --help` ({where}) exited {done.returncode}:\n"
                                   f"{done.stdout[-1000:]}{done.stderr[-2000:]}")
+
+
+def test_the_port_scheme_the_readme_states_is_the_manifests() -> None:
+    """`--port-base N`: each service on N + its manifest's port_offset, units digit the protocol, tens
+    the language (+1 for a second implementation of the same protocol and language), no two alike."""
+    text = " ".join(README.read_text().split())
+    units = re.search(r"the units digit the protocol \(([^)]*)\)", text)
+    tens = re.search(r"the tens the language \(([^)]*)\), plus one for a second implementation[^(]*\(([^)]*)\)", text)
+    assert units and tens, "README.md lost its port scheme (the serve section)"
+    label = {descriptor.label: name for name, descriptor in PROTOCOLS.items()}
+    protocol_digit = {label[name]: int(digit) for name, digit in re.findall(r"([\w.]+) (\d)", units.group(1))}
+    languages = {"Python": "python", "Go": "go", "Node.js": "node"}
+    language_tens = {languages[name]: int(digit) for name, digit in re.findall(r"([\w.]+) (\d)", tens.group(1))}
+    offsets: dict[int, str] = {}
+    second: set[int] = set()
+    for impl in discover():
+        run = impl.manifest.get("run") or {}
+        assert "port_offset" in run, f"{impl.name}: no [run] port_offset"
+        offset = run["port_offset"]
+        assert offset not in offsets, f"{impl.name} and {offsets[offset]} share port_offset {offset}"
+        offsets[offset] = impl.name
+        assert offset % 10 == protocol_digit[impl.protocol], f"{impl.name}: {offset}, units digit not its protocol's"
+        assert offset // 10 - language_tens[impl.language] in (0, 1), f"{impl.name}: {offset}, tens not its language's"
+        if offset // 10 > language_tens[impl.language]:
+            second.add(offset)
+    quoted = {int(n) for n in re.findall(r"\b(\d\d)\b", tens.group(2))}
+    assert quoted == second, f"README names {sorted(quoted)} as the second implementations; they are {sorted(second)}"
