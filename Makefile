@@ -47,8 +47,10 @@ FUZZ_CASES ?= 10000
 fuzz: bootstrap
 	FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS)
 
+# The latency suite alone (benchmarks/): collecting tests/ too printed a skip mark for each of
+# its ~1,400 tests before the first benchmark. Narrow it with -k: make bench PYTEST_ARGS="-k fetch"
 bench: bootstrap
-	$(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+	$(PY) -m pytest --benchmark-only benchmarks $(PYTEST_ARGS)
 
 # Repeated runs, modes alternating, to measure run-to-run noise: make bench-runs RUNS=3 MODES=native,docker
 RUNS ?= 3
@@ -56,8 +58,11 @@ MODES ?= native,docker
 bench-runs: bootstrap
 	$(PY) -m lab.stats.runs --runs $(RUNS) --modes $(MODES) -- $(PYTEST_ARGS)
 
+# The sandbox; its options (protolab serve --help) in SERVE_ARGS:
+# make serve SERVE_ARGS="--port-base 18000 --only rest/python_flask grpc/go_grpc"
+SERVE_ARGS ?=
 serve: bootstrap
-	$(VENV)/bin/protolab serve
+	$(VENV)/bin/protolab serve $(SERVE_ARGS)
 
 # Docker mode (lab/host/compose.py). Local base, Python and database images for hosts
 # without an image registry (debootstrap; about a minute once, then cached).
@@ -65,7 +70,7 @@ docker-images: bootstrap
 	$(PY) -m lab.host.dockerd images
 
 bench-docker: bootstrap
-	LAB_MODE=docker $(PY) -m pytest --benchmark-only $(PYTEST_ARGS)
+	LAB_MODE=docker $(PY) -m pytest --benchmark-only benchmarks $(PYTEST_ARGS)
 
 # The conformance, bad-input, push and database-files suites against the Docker stack (the Docker
 # smoke test, with its host-restore check, is part of `make test`).
@@ -108,8 +113,10 @@ lint: $(STAMP)
 	  echo "gofmt, go vet: clean ($$(echo $$modules))"; \
 	else echo "lint: no Go toolchain here; gofmt and go vet left out"; fi
 
+# The venv and everything the commands wrote under results/ (all but its committed README.md).
 clean:
-	rm -rf $(VENV) results/benchmarks results/capture results/load
+	rm -rf $(VENV)
+	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
 
 # CPU profiles per implementation and operation with each runtime's own profiler
 # (profiling/): results/profiles/<impl>/<operation>/. make profile PROFILE_ARGS="--impl grpc/go_grpc --seconds 10"

@@ -59,11 +59,18 @@ def build_key(profile: dict[str, str]) -> str:
     return "".join(f"-{short.get(k, k.lower())}{v}" for k, v in sorted(profile.items()))
 
 
+def secantus_path(profile: dict[str, str] | None = None) -> Path:
+    """Where the cached secantusd-rs of this build profile is (built or not), under the
+    lab's cache (PROTOLAB_CACHE, settings.cache_dir())."""
+    profile = BUILD_PROFILE if profile is None else profile
+    return settings.cache_dir() / f"secantusd-rs-{SECANTUS_VERSION}{build_key(profile)}" / "bin" / SECANTUS_BINARY
+
+
 def secantus_binary(profile: dict[str, str] | None = None) -> Path:
     """The cached secantusd-rs, built with cargo on first use (minutes)."""
     profile = BUILD_PROFILE if profile is None else profile
-    root = settings.cache_dir() / f"secantusd-rs-{SECANTUS_VERSION}{build_key(profile)}"
-    binary = root / "bin" / SECANTUS_BINARY
+    binary = secantus_path(profile)
+    root = binary.parent.parent
     if binary.exists():
         return binary
     cargo = shutil.which("cargo")

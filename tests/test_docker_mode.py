@@ -28,7 +28,7 @@ import pytest
 
 from lab import dataset, settings
 from lab.axes import Site
-from lab.database import secantus_flags
+from lab.database import secantus_flags, secantus_path
 from lab.host import compose, dockerd
 from lab.registry import CRUD_CALLS, discover
 from lab.stack import Lab, running_lab, running_sites
@@ -90,6 +90,17 @@ def test_source_hash_follows_the_base_image() -> None:
     other = {variable: f"{image}-other" for variable, image in images.items()}
     assert compose.source_hash(impl, images) == compose.source_hash(impl, dict(images))
     assert compose.source_hash(impl, images) != compose.source_hash(impl, other)
+
+
+def test_the_database_image_is_built_from_the_binary_in_the_labs_cache(tmp_path, monkeypatch) -> None:
+    """PROTOLAB_CACHE moves it, as it moves the native build (lab/database.py); PROTOLAB_SECANTUSD_BINARY names
+    another."""
+    monkeypatch.delenv("PROTOLAB_SECANTUSD_BINARY", raising=False)
+    monkeypatch.setenv("PROTOLAB_CACHE", str(tmp_path))
+    assert dockerd.secantusd_binary() == secantus_path()
+    assert dockerd.secantusd_binary().is_relative_to(tmp_path)
+    monkeypatch.setenv("PROTOLAB_SECANTUSD_BINARY", str(tmp_path / "elsewhere"))
+    assert dockerd.secantusd_binary() == tmp_path / "elsewhere"
 
 
 def test_every_published_port_is_on_loopback_only() -> None:

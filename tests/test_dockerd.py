@@ -45,8 +45,8 @@ def test_secantusd_in_docker_round_trip() -> None:
     if reason:
         print(f"SKIP: {reason}")
         pytest.skip(reason)
-    if not dockerd.SECANTUSD_BINARY.is_file():
-        pytest.skip(f"{dockerd.SECANTUSD_BINARY} is not built")
+    if not dockerd.secantusd_binary().is_file():
+        pytest.skip(f"{dockerd.secantusd_binary()} is not built")
     pymongo = pytest.importorskip("pymongo")
 
     dockerd.ensure_docker_installed()

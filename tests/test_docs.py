@@ -1,7 +1,9 @@
 """The user's documentation says what the lab does: the README stays a guide
 (short, no dated timing tables, every top-level folder in its layout), the
-toolchain minimums come from one place, the docs' links lead somewhere, and
-the AGPL-licensed former load engine is named only where the docs say why it is not used."""
+toolchain minimums and the database's version come from one place, the docs' links lead
+somewhere, every command they show (`make X`, `python -m X`, `protolab X`) exists and
+answers --help, and the AGPL-licensed former load engine is named only where the docs say
+why it is not used."""
 
 from __future__ import annotations
 
@@ -9,10 +11,15 @@ import json
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS
+from clients.protocols import PROTOCOLS
+from lab.database import SECANTUS_VERSION
+from lab.host import compose, dockerd
+from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS, discover
 from lab.settings import ROOT
 
 README = ROOT / "README.md"
@@ -59,6 +66,40 @@ def test_the_toolchain_minimums_are_stated_in_one_place_and_quoted() -> None:
     assert all(set(found) <= quoted for found in stated.values()), stated
 
 
+def test_no_code_states_a_toolchain_minimum_of_its_own() -> None:
+    """Messages and default images take TOOLCHAIN_MINIMUMS; the other Go module and Node.js project
+    declare the same; the Dockerfiles and docs quote the default images compose.py derives from it."""
+    assert re.search(r"^go (\d+\.\d+)", (ROOT / "clients" / "go.mod").read_text(), re.M).group(1) \
+        == TOOLCHAIN_MINIMUMS["go"]
+    crosscheck = json.loads((ROOT / "clients" / "socketio" / "crosscheck" / "package.json").read_text())
+    assert crosscheck["engines"]["node"] == f">={TOOLCHAIN_MINIMUMS['node']}"
+    literal = re.compile(r"\b(?:Go|Node(?:\.js)?)\s*(?:>=|≥)\s*\d")
+    code = [path for path in (ROOT / "lab").rglob("*.py") if literal.search(path.read_text())]
+    assert not code, f"a toolchain minimum written out, not read from TOOLCHAIN_MINIMUMS: {code}"
+    defaults = {variable: image for language in ("go", "node")
+                for _, variable, image in compose.LANGUAGES[language].images if variable != "LAB_DEBIAN_IMAGE"}
+    assert defaults == {"LAB_GO_IMAGE": f"golang:{TOOLCHAIN_MINIMUMS['go']}-bookworm",
+                        "LAB_NODE_IMAGE": f"node:{TOOLCHAIN_MINIMUMS['node'].split('.')[0]}-bookworm-slim"}
+    quoting = [ROOT / "docker" / "go" / "Dockerfile", ROOT / "docker" / "node" / "Dockerfile",
+               ROOT / "docs" / "docker.md", ROOT / "docker" / "images" / "README.md",
+               ROOT / "lab" / "host" / "compose.py"]
+    for path in quoting:
+        text = path.read_text()
+        images = set(re.findall(r"\b(?:golang|node):\d[\w.-]*", text))
+        assert images and images <= set(defaults.values()), f"{path.relative_to(ROOT)} quotes {images}"
+
+
+def test_the_database_version_is_stated_in_one_place() -> None:
+    """lab/database.py's SECANTUS_VERSION; Docker mode's image and the docs quote it (dated notes aside)."""
+    assert dockerd.SECANTUSD_IMAGE.endswith(f":{SECANTUS_VERSION}")
+    assert "SECANTUS_VERSION" in (ROOT / "lab" / "host" / "dockerd.py").read_text()
+    assert not re.search(r"^SECANTUSD?_VERSION\s*=", (ROOT / "lab" / "host" / "dockerd.py").read_text(), re.M)
+    quoted = {doc.relative_to(ROOT).as_posix(): set(re.findall(r"\b\d+\.\d+\.\d+-beta\.\d+\b", doc.read_text()))
+              for doc in [*DOCS, *(ROOT / "docker").rglob("Dockerfile")] if "notes" not in doc.parts}
+    stale = {doc: versions for doc, versions in quoted.items() if versions - {SECANTUS_VERSION}}
+    assert not stale, f"SecantusDB is at {SECANTUS_VERSION}: {stale}"
+
+
 def test_every_relative_link_in_the_docs_leads_to_a_file() -> None:
     broken = []
     for doc in DOCS:
@@ -85,3 +126,92 @@ def test_the_former_load_engine_is_named_once_and_only_to_say_why_it_is_not_used
     module = subprocess.run(["git", "grep", "-Il", f"go.{FORMER_ENGINE}.io"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60).stdout.split()
     assert module == [], module
+
+
+# --- every command the docs show resolves and runs -----------------------------------------------
+
+COMMAND_DOCS = [README, ROOT / "benchmarks" / "README.md", ROOT / "services" / "README.md",
+                *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+INLINE = re.compile(r"`([^`]+)`")  # inline code may wrap onto the next line
+COMMAND = re.compile(r"(?<![\w/.-])(?:\.venv/bin/)?(?:(make)\s+([a-z][\w-]*)|python3?\s+-m\s+([A-Za-z_][\w.]*)"
+                     r"|(protolab)\s+([a-z-]+))")
+# Modules the docs show that cannot answer --help, with the reason; checked to import instead.
+NO_HELP = {
+    "lab.codegen": "takes no options: run with any, it regenerates the contract's code (go-installing protoc plugins)",
+}
+HELP_TIMEOUT_S = 120
+
+
+def documented_commands() -> dict[tuple[str, str], list[str]]:
+    """(kind, name) -> where the docs show it: each `make X`, `python -m X` and `protolab X` in a fenced
+    block or inline code span (prose that merely says "make" is not a command)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for doc in COMMAND_DOCS:
+        text = doc.read_text()
+        spans = [*FENCE.findall(text), *INLINE.findall(FENCE.sub("", text))]
+        for span in spans:
+            for make, target, module, _protolab, sub in COMMAND.findall(" ".join(span.split())):
+                key = ("make", target) if make else ("python -m", module) if module else ("protolab", sub)
+                found.setdefault(key, []).append(doc.relative_to(ROOT).as_posix())
+    return found
+
+
+def make_targets() -> set[str]:
+    return set(re.findall(r"^([A-Za-z][\w-]*)\s*:(?!=)", (ROOT / "Makefile").read_text(), re.M))
+
+
+def test_the_docs_show_commands_of_every_kind() -> None:
+    kinds = {kind for kind, _ in documented_commands()}
+    assert kinds == {"make", "python -m", "protolab"}, kinds
+    assert {"bench", "test", "serve", "bootstrap"} <= make_targets()
+
+
+@pytest.mark.parametrize("kind,name", [pytest.param(*key, id=" ".join(key)) for key in sorted(documented_commands())])
+def test_every_command_the_docs_show_resolves_and_runs(kind: str, name: str) -> None:
+    where = ", ".join(sorted(set(documented_commands()[kind, name])))
+    if kind == "make":
+        assert name in make_targets(), f"`make {name}` ({where}) is not a target of the Makefile"
+        return
+    if kind == "python -m" and name in NO_HELP:
+        import importlib.util
+
+        assert importlib.util.find_spec(name) is not None, f"`python -m {name}` ({where}): no such module"
+        return
+    if kind == "python -m":
+        argv = [sys.executable, "-m", name, "--help"]
+    else:  # .venv/bin/protolab (lab/cli.py's main), beside the interpreter that runs the tests
+        script = Path(sys.executable).with_name("protolab")
+        entry = [str(script)] if script.exists() else [sys.executable, "-c",
+                                                       "import sys, lab.cli; sys.exit(lab.cli.main())"]
+        argv = [*entry, *([name] if name != "--help" else []), "--help"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=HELP_TIMEOUT_S)
+    assert done.returncode == 0, (f"`{kind} {name} --help` ({where}) exited {done.returncode}:\n"
+                                  f"{done.stdout[-1000:]}{done.stderr[-2000:]}")
+
+
+def test_the_port_scheme_the_readme_states_is_the_manifests() -> None:
+    """`--port-base N`: each service on N + its manifest's port_offset, units digit the protocol, tens
+    the language (+1 for a second implementation of the same protocol and language), no two alike."""
+    text = " ".join(README.read_text().split())
+    units = re.search(r"the units digit the protocol \(([^)]*)\)", text)
+    tens = re.search(r"the tens the language \(([^)]*)\), plus one for a second implementation[^(]*\(([^)]*)\)", text)
+    assert units and tens, "README.md lost its port scheme (the serve section)"
+    label = {descriptor.label: name for name, descriptor in PROTOCOLS.items()}
+    protocol_digit = {label[name]: int(digit) for name, digit in re.findall(r"([\w.]+) (\d)", units.group(1))}
+    languages = {"Python": "python", "Go": "go", "Node.js": "node"}
+    language_tens = {languages[name]: int(digit) for name, digit in re.findall(r"([\w.]+) (\d)", tens.group(1))}
+    offsets: dict[int, str] = {}
+    second: set[int] = set()
+    for impl in discover():
+        run = impl.manifest.get("run") or {}
+        assert "port_offset" in run, f"{impl.name}: no [run] port_offset"
+        offset = run["port_offset"]
+        assert offset not in offsets, f"{impl.name} and {offsets[offset]} share port_offset {offset}"
+        offsets[offset] = impl.name
+        assert offset % 10 == protocol_digit[impl.protocol], f"{impl.name}: {offset}, units digit not its protocol's"
+        assert offset // 10 - language_tens[impl.language] in (0, 1), f"{impl.name}: {offset}, tens not its language's"
+        if offset // 10 > language_tens[impl.language]:
+            second.add(offset)
+    quoted = {int(n) for n in re.findall(r"\b(\d\d)\b", tens.group(2))}
+    assert quoted == second, f"README names {sorted(quoted)} as the second implementations; they are {sorted(second)}"

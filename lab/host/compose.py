@@ -59,7 +59,7 @@ from lab.database import Database, durability_text, external, mode_text, secantu
 from lab.environment import RUN_SETTINGS, run_settings, service_environment
 from lab.host import dockerd
 from lab.processes import free_ports
-from lab.registry import Implementation, every_variant, glob_files, select
+from lab.registry import TOOLCHAIN_MINIMUMS, Implementation, every_variant, glob_files, select
 from lab.running import Lab
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
@@ -92,6 +92,9 @@ class Language:
     runs_build: bool = False                   # the Dockerfile runs the manifest's [build] (BUILD_COMMAND)
 
 
+# The official images' tags follow the toolchain minimums (lab/registry.py, the one place):
+# golang:<Go minimum>, node:<Node.js minimum's major> (that tag moves to its newest release).
+NODE_MAJOR = TOOLCHAIN_MINIMUMS["node"].split(".")[0]
 # Adding a language: one entry, its Dockerfile, and its local stand-in images in lab.host.dockerd.
 LANGUAGES: dict[str, Language] = {
     "python": Language(
@@ -102,13 +105,13 @@ LANGUAGES: dict[str, Language] = {
         ("pyproject.toml", "contract/**", "services/common/*.py", "services/{protocol}/**/*.py")),
     "go": Language(
         "docker/go/Dockerfile",
-        (("BUILDER_IMAGE", "LAB_GO_IMAGE", "golang:1.26-bookworm"),
+        (("BUILDER_IMAGE", "LAB_GO_IMAGE", f"golang:{TOOLCHAIN_MINIMUMS['go']}-bookworm"),
          ("BASE_IMAGE", "LAB_DEBIAN_IMAGE", "debian:bookworm-slim")),
         ("services/go.mod", "services/go.sum", "services/common/go/**", "contract/contract.json"),
         runs_build=True),
     "node": Language(
         "docker/node/Dockerfile",
-        (("BASE_IMAGE", "LAB_NODE_IMAGE", "node:20-bookworm-slim"),),
+        (("BASE_IMAGE", "LAB_NODE_IMAGE", f"node:{NODE_MAJOR}-bookworm-slim"),),
         # Its [build] (npm ci) is the Dockerfile's own `npm ci` from the lock file, before the sources.
         ("services/package.json", "services/package-lock.json", "services/common/node/**", "contract/**")),
 }

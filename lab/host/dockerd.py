@@ -32,7 +32,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Self
 
+from lab.database import SECANTUS_CRATE, SECANTUS_VERSION, secantus_path
 from lab.processes import die_with_parent
+from lab.registry import TOOLCHAIN_MINIMUMS
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker" / "images"
@@ -45,14 +47,7 @@ ADDRESS_POOL = "base=198.19.0.0/16,size=24"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_IMAGE = "protolab/debian:bookworm"
 PYTHON_IMAGE = "protolab/python:3.11"
-SECANTUSD_VERSION = "0.5.3-beta.193"
-SECANTUSD_IMAGE = f"protolab/secantusd:{SECANTUSD_VERSION}"
-SECANTUSD_BINARY = Path(
-    os.environ.get(
-        "PROTOLAB_SECANTUSD_BINARY",
-        f"/root/.cache/protolab/secantusd-rs-{SECANTUSD_VERSION}/bin/secantusd-rs",
-    )
-)
+SECANTUSD_IMAGE = f"protolab/secantusd:{SECANTUS_VERSION}"  # the version: lab/database.py's, the one place
 # Locally added CAs: on hosts behind an intercepting TLS proxy, its CA is here.
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 
@@ -632,7 +627,8 @@ def node_image() -> str:
 def build_golang_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None) -> None:
     """Build protolab/golang:<version> from the host's Go toolchain (its GOROOT)."""
     if host_go_version() is None:
-        raise DockerError("the local Go image is built from the host's Go toolchain: install Go >= 1.22 "
+        raise DockerError("the local Go image is built from the host's Go toolchain: install Go "
+                          f">= {TOOLCHAIN_MINIMUMS['go']} "
                           "(https://go.dev/dl/), or set LAB_GO_IMAGE to a Go image")
     goroot = Path(_host_output(["go", "env", "GOROOT"]))
     _build(d, "golang", golang_image(), base, {"go": goroot}, extra_ca)
@@ -641,7 +637,8 @@ def build_golang_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] 
 def build_node_image(d: Dockerd, base: str = BASE_IMAGE, extra_ca: list[Path] | None = None) -> None:
     """Build protolab/node:<version> from the host's node binary and npm."""
     if host_node_version() is None or not shutil.which("npm"):
-        raise DockerError("the local Node.js image is built from the host's Node.js: install Node.js >= 20 "
+        raise DockerError("the local Node.js image is built from the host's Node.js: install Node.js "
+                          f">= {TOOLCHAIN_MINIMUMS['node']} "
                           "with npm (https://nodejs.org/), or set LAB_NODE_IMAGE to a Node.js image")
     node = Path(shutil.which("node") or "").resolve()
     npm = Path(_host_output(["npm", "root", "-g"])) / "npm"
@@ -657,13 +654,21 @@ def local_images() -> dict[str, str]:
             "LAB_DEBIAN_IMAGE": BASE_IMAGE, "LAB_MONGO_IMAGE": SECANTUSD_IMAGE}
 
 
+def secantusd_binary() -> Path:
+    """The host's secantusd-rs the database image is built from: $PROTOLAB_SECANTUSD_BINARY,
+    else the lab's own build in its cache (PROTOLAB_CACHE; lab/database.py's secantus_path)."""
+    override = os.environ.get("PROTOLAB_SECANTUSD_BINARY")
+    return Path(override) if override else secantus_path()
+
+
 def build_secantusd_image(
-    d: Dockerd, image: str = SECANTUSD_IMAGE, base: str = BASE_IMAGE, binary: Path = SECANTUSD_BINARY
+    d: Dockerd, image: str = SECANTUSD_IMAGE, base: str = BASE_IMAGE, binary: Path | None = None
 ) -> None:
-    """Build the embedded database's image from the binary built on the host."""
+    """Build the embedded database's image from the binary built on the host (secantusd_binary())."""
+    binary = secantusd_binary() if binary is None else binary
     if not binary.is_file():
         raise DockerError(
-            f"{binary} is missing; build it with: cargo install secantus-mdb --version {SECANTUSD_VERSION} "
+            f"{binary} is missing; build it with: cargo install {SECANTUS_CRATE} --version {SECANTUS_VERSION} "
             f"--ignore-rust-version --locked --root {binary.parent.parent}"
         )
     _build(d, "mongo-embedded", image, base, {"secantusd-rs": binary})
