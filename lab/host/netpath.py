@@ -236,7 +236,7 @@ class Link:
     mtu: int | None = None
     mechanism: str = "loopback"
     emulators: list[Emulator] = field(default_factory=list)
-    base_rtt_ms: float | None = None    # connect RTT over the bare veth, before shaping
+    base_rtt_ms: float | None = None    # the connect round trip over the bare veth, before shaping
     measured: dict[str, Any] | None = None
     workdir: Path | None = None
     _probe: Process | None = None
@@ -287,7 +287,7 @@ def network_path(path: NetworkPath) -> Iterator[Link]:
                     mechanism_name(path, netem), workdir=workdir)
         stack.callback(_stop_probe, link)
         if path.shaped:
-            link.base_rtt_ms = statistics.median(_connect_rtts(link, CONNECTS))
+            link.base_rtt_ms = statistics.median(_connect_rtts(link, CONNECTS).kernel_ms)
             _shape(link, netem, stack)
         yield link
 
@@ -426,23 +426,39 @@ def _stop_probe(link: Link) -> None:
         link._probe = None
 
 
-def _connect_rtts(link: Link, count: int, warmup: int = 5) -> list[float]:
-    """Milliseconds each of `count` TCP connects took (SYN out, SYN-ACK back),
-    after `warmup` connects left out (the first ones are slower: caches, the
-    probe's first accept)."""
+TCP_INFO_RTT = struct.Struct("=68xI")  # struct tcp_info up to tcpi_rtt (microseconds)
+
+
+@dataclass(frozen=True)
+class Connects:
+    kernel_ms: list[float]   # the kernel's own round trip of each handshake (TCP_INFO tcpi_rtt: SYN to SYN-ACK)
+    app_ms: list[float]      # how long each connect() took as the program saw it (its wake-up included)
+
+
+def _connect_rtts(link: Link, count: int, warmup: int = 5) -> Connects:
+    """`count` TCP connects host -> where the services run, after `warmup`
+    connects left out (the first ones are slower: caches, the probe's first
+    accept). The kernel measures each handshake's round trip from the SYN it
+    sent to the SYN-ACK it received (Karn: a retransmitted SYN gives none), so
+    the client's own wake-up is not in it; the program's view is kept beside."""
     port = _probe_port(link)
-    times: list[float] = []
-    for _ in range(warmup + count):
+    kernel: list[float] = []
+    app: list[float] = []
+    for i in range(warmup + count):
         sock = socket.socket()
         sock.settimeout(10)
         try:
             start = time.perf_counter()
             sock.connect((link.ns_addr, port))
-            times.append((time.perf_counter() - start) * 1000)
+            took = (time.perf_counter() - start) * 1000
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_RTT.size)
+            if i >= warmup:
+                app.append(took)
+                kernel.append(TCP_INFO_RTT.unpack(info)[0] / 1000)
         finally:
             sock.close()
         time.sleep(0.01)
-    return times[warmup:]
+    return Connects(kernel, app)
 
 
 def bulk_bytes(path: NetworkPath, seconds: float = CALIBRATION_SECONDS) -> int:
@@ -518,8 +534,11 @@ def _retransmits(link: Link) -> int | None:
 
 def calibrate(link: Link, connects: int = CONNECTS) -> dict[str, Any]:
     """Measure the path: the median of `connects` TCP connect round trips from
-    the host to a listener where the services run, a bulk transfer each way,
-    and the packets dropped for loss. Kept in link.measured and returned."""
+    the host to a listener where the services run (the kernel's measure of
+    each handshake; `added_rtt_ms` less the bare veth's, measured before the
+    shaping; `connect_app_ms` as the program saw it), a bulk transfer each way
+    (goodput: payload bytes, from the first byte received to the last), and the
+    packets dropped for loss. Kept in link.measured and returned."""
     before, retrans_before = _loss_counters(link), None
     _probe_port(link)
     retrans_before = _retransmits(link)
@@ -528,7 +547,7 @@ def calibrate(link: Link, connects: int = CONNECTS) -> dict[str, Any]:
     up, down = _upload(link, size), _download(link, size)
     time.sleep(0.3)  # the emulators write their counters every 100 ms
     after, retrans_after = _loss_counters(link), _retransmits(link)
-    median = statistics.median(rtts)
+    median = statistics.median(rtts.kernel_ms)
     loss = {}
     for direction, (seen, dropped) in after.items():
         seen0, dropped0 = before.get(direction, (0, 0))
@@ -537,7 +556,8 @@ def calibrate(link: Link, connects: int = CONNECTS) -> dict[str, Any]:
                            "pct": round(100 * lost / packets, 3) if packets else None}
     link.measured = {
         "connect_rtt_ms": round(median, 3),
-        "connect_rtt_min_ms": round(min(rtts), 3),
+        "connect_rtt_min_ms": round(min(rtts.kernel_ms), 3),
+        "connect_app_ms": round(statistics.median(rtts.app_ms), 3),
         "base_rtt_ms": None if link.base_rtt_ms is None else round(link.base_rtt_ms, 3),
         "added_rtt_ms": None if link.base_rtt_ms is None else round(median - link.base_rtt_ms, 3),
         "up_mbit": _mbit(up), "down_mbit": _mbit(down), "bulk_bytes": {"up": up[0], "down": down[0]},
