@@ -164,25 +164,46 @@ def test_nothing_left_behind_after_a_failure(can_make_paths: None) -> None:
                    for pid in emulators)
 
 
-def test_nothing_left_behind_after_sigterm(can_make_paths: None) -> None:
+_HOLD_A_PATH = ("import sys, time\n"
+                "from lab.axes import NetworkPath\n"
+                "from lab.host.netpath import network_path\n"
+                "with network_path(NetworkPath.parse('rtt20ms_loss1pct')) as link:\n"
+                "    print(link.namespace, *(e.process.pid for e in link.emulators), flush=True)\n"
+                "    time.sleep(60)\n")
+
+
+def _hold_a_path() -> tuple[subprocess.Popen[str], str, list[int]]:
+    child = subprocess.Popen([sys.executable, "-c", _HOLD_A_PATH], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert child.stdout is not None
+    namespace, *emulators = child.stdout.readline().split()
+    assert namespace.startswith("plnet") and len(emulators) == (0 if netpath.netem_available() else 2)
+    return child, namespace, [int(pid) for pid in emulators]
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 128 + signal.SIGTERM), (signal.SIGINT, -signal.SIGINT)])
+def test_nothing_left_behind_after_a_signal(can_make_paths: None, signum: int, status: int) -> None:
     before = _host_state()
-    code = ("import sys, time\n"
-            "from lab.axes import NetworkPath\n"
-            "from lab.host.netpath import network_path\n"
-            "with network_path(NetworkPath.parse('rtt20ms_loss1pct')) as link:\n"
-            "    print(link.namespace, *(e.process.pid for e in link.emulators), flush=True)\n"
-            "    time.sleep(60)\n")
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    child, _, emulators = _hold_a_path()
     try:
-        assert child.stdout is not None
-        namespace, *emulators = child.stdout.readline().split()
-        assert namespace.startswith("plnet") and len(emulators) == (0 if netpath.netem_available() else 2)
-        child.send_signal(signal.SIGTERM)
-        assert child.wait(30) == 128 + signal.SIGTERM
+        child.send_signal(signum)
+        assert child.wait(30) == status
     finally:
         if child.poll() is None:
             child.kill()
             child.wait(10)
-    time.sleep(0.2)
     assert _host_state() == before
-    assert not any(psutil.pid_exists(int(pid)) for pid in emulators)
+    assert not any(psutil.pid_exists(pid) for pid in emulators)
+
+
+def test_what_a_killed_run_left_is_swept(can_make_paths: None) -> None:
+    before = _host_state()
+    child, namespace, emulators = _hold_a_path()
+    child.kill()  # SIGKILL: no cleanup; its emulators die with it (die-with-parent)
+    child.wait(10)
+    assert namespace in _host_state()["netns"]
+    assert netpath.sweep_stale() == [namespace]
+    deadline = time.monotonic() + 10
+    while any(psutil.pid_exists(pid) for pid in emulators) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _host_state() == before
+    assert not any(psutil.pid_exists(pid) for pid in emulators)

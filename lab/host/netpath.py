@@ -33,7 +33,9 @@ How a path is made:
 Everything is removed on exit, also when the body raises, on Ctrl-C and on
 SIGTERM: the iptables rules (matched only by the link's own interface and
 addresses), the emulators (started with die-with-parent, stopped by pid), the
-qdiscs, the veth pair and the namespace. Needs root; raises NetnsUnavailable
+qdiscs, the veth pair and the namespace. What a run killed outright left
+(its namespace, its host rules) is removed by the next path made
+(`sweep_stale`: owners recorded in /run/protolab-netpath, by pid and start time). Needs root; raises NetnsUnavailable
 when `ip netns add` is refused.
 """
 
@@ -47,6 +49,7 @@ import os
 import platform
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -69,7 +72,7 @@ from lab.host.netns import NetnsUnavailable, veth_namespace
 from lab.host.tools import go_build
 from lab.processes import Process
 
-__all__ = ["Link", "NetnsUnavailable", "calibrate", "network_path", "netem_available", "tbf_params"]
+__all__ = ["Link", "NetnsUnavailable", "calibrate", "network_path", "netem_available", "sweep_stale", "tbf_params"]
 
 MTU = 1500
 ETHERNET_HEADER = 14
@@ -282,7 +285,9 @@ def network_path(path: NetworkPath) -> Iterator[Link]:
             yield link
             return
         netem = netem_available() if (path.rtt_ms or path.loss_pct) else False
+        sweep_stale()
         veth = stack.enter_context(veth_namespace(mtu=MTU, prefix="plnet"))
+        stack.enter_context(_owner_record(veth.namespace))
         link = Link(path, veth.host_addr, veth.ns_addr, veth.namespace, veth.host_if, veth.ns_if, veth.mtu,
                     mechanism_name(path, netem), workdir=workdir)
         stack.callback(_stop_probe, link)
@@ -290,6 +295,60 @@ def network_path(path: NetworkPath) -> Iterator[Link]:
             link.base_rtt_ms = statistics.median(_connect_rtts(link, CONNECTS).kernel_ms)
             _shape(link, netem, stack)
         yield link
+
+
+# --- what a killed run left -----------------------------------------------------------
+# A run killed outright (SIGKILL) cannot clean up; its emulators die with it
+# (die-with-parent), but its namespace and its host iptables rules stay. Each
+# path's namespace has an owner record here, and the next path made removes
+# what belongs to owners no longer running, and nothing else.
+
+OWNERS = Path("/run/protolab-netpath")
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+@contextmanager
+def _owner_record(namespace: str) -> Iterator[None]:
+    OWNERS.mkdir(parents=True, exist_ok=True)
+    record = OWNERS / namespace
+    record.write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+    try:
+        yield
+    finally:
+        record.unlink(missing_ok=True)
+
+
+def sweep_stale() -> list[str]:
+    """Remove the namespaces, veth pairs and host iptables rules of paths whose
+    owner is no longer running; the namespaces removed."""
+    if not OWNERS.is_dir():
+        return []
+    removed = []
+    for record in OWNERS.iterdir():
+        try:
+            pid, start = record.read_text().split()
+        except (OSError, ValueError):
+            continue
+        if _start_time(int(pid)) == start:
+            continue  # its owner still runs
+        namespace = record.name
+        iptables = shutil.which("iptables-legacy")
+        if iptables:
+            saved = _run([f"{iptables}-save", "-t", "mangle"], check=False).stdout
+            for line in saved.splitlines():
+                if line.startswith("-A ") and f"{RULE_COMMENT} {namespace}" in line:
+                    _run([iptables, "-w", "10", "-t", "mangle", "-D", *shlex.split(line)[1:]], check=False)
+        _run(["ip", "link", "del", f"{namespace}h"], check=False)
+        _run(["ip", "netns", "del", namespace], check=False)
+        record.unlink(missing_ok=True)
+        removed.append(namespace)
+    return removed
 
 
 def _tc(link: Link, inside: bool, *args: str) -> None:
