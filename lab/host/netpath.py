@@ -244,13 +244,22 @@ class Link:
     workdir: Path | None = None
     _probe: Process | None = None
     _probe_port: int | None = None
+    _cc: dict[str, str] | None = None
 
     def exec_args(self, *argv: str) -> list[str]:
         """argv prefixed to run where the services run (inside the namespace)."""
         return ["ip", "netns", "exec", self.namespace, *argv] if self.namespace else list(argv)
 
+    def congestion_control(self) -> dict[str, str]:
+        """TCP's congestion control on each side (it decides what loss costs: bbr hardly slows down)."""
+        def read(*prefix: str) -> str:
+            done = _run([*prefix, "cat", "/proc/sys/net/ipv4/tcp_congestion_control"], check=False)
+            return done.stdout.strip() or "?"
+        host = read()
+        return {"host": host, "namespace": read(*self.exec_args()) if self.namespace else host}
+
     def describe(self) -> dict[str, Any]:
-        return {"path": self.path.name, "mechanism": self.mechanism,
+        return {"path": self.path.name, "mechanism": self.mechanism, "tcp_congestion_control": self._cc,
                 "set": {"rtt_ms": self.path.rtt_ms, "rate_mbit": self.path.rate_mbit, "loss_pct": self.path.loss_pct},
                 "measured": self.measured, "namespace": self.namespace, "host_addr": self.host_addr,
                 "ns_addr": self.ns_addr, "mtu": self.mtu}
@@ -598,6 +607,7 @@ def calibrate(link: Link, connects: int = CONNECTS) -> dict[str, Any]:
     shaping; `connect_app_ms` as the program saw it), a bulk transfer each way
     (goodput: payload bytes, from the first byte received to the last), and the
     packets dropped for loss. Kept in link.measured and returned."""
+    link._cc = link.congestion_control()
     before, retrans_before = _loss_counters(link), None
     _probe_port(link)
     retrans_before = _retransmits(link)
