@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import psutil
@@ -95,6 +96,37 @@ def test_loopback_link_and_table_row() -> None:
     row = table_row(ns.describe())
     assert row[0] == "rtt1ms" and row[1] == "1 ms" and row[4] == "1.3 ms (1.02)"
     assert row[7] == "up 1/100, down 0/90"
+
+
+def test_netem_and_tbf_commands_when_the_kernel_has_netem(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This kernel has no netem, so the netem branch is checked by the commands it would run."""
+    ran: list[list[str]] = []
+    monkeypatch.setattr(netpath, "_run", lambda argv, check=True, timeout=30: ran.append(argv))
+    link = Link(NetworkPath.parse("rtt20ms_10mbit_loss1pct"), "198.18.0.1", "198.18.0.2", namespace="plnetabcdef",
+                host_if="plnetabcdefh", ns_if="plnetabcdefn")
+    with ExitStack() as stack:
+        netpath._shape(link, True, stack)
+        assert not link.emulators
+        tbf = tbf_params(10).args()
+        assert ran == [
+            ["tc", "qdisc", "add", "dev", "plnetabcdefh", "root", "handle", "1:", *netem_args(link.path)],
+            ["tc", "qdisc", "add", "dev", "plnetabcdefh", "parent", "1:1", "handle", "10:", *tbf],
+            ["tc", "-n", "plnetabcdef", "qdisc", "add", "dev", "plnetabcdefn", "root", "handle", "1:",
+             *netem_args(link.path)],
+            ["tc", "-n", "plnetabcdef", "qdisc", "add", "dev", "plnetabcdefn", "parent", "1:1", "handle", "10:",
+             *tbf]]
+        ran.clear()
+    assert sorted(ran) == sorted([["tc", "qdisc", "del", "dev", "plnetabcdefh", "root"],
+                                  ["tc", "-n", "plnetabcdef", "qdisc", "del", "dev", "plnetabcdefn", "root"]])
+
+
+def test_the_emulators_own_tests() -> None:
+    """lab/host/nfqdelay's pure parts (held in order, released when due, the kernel's stamp read), in Go."""
+    if shutil.which("go") is None:
+        pytest.skip("no Go toolchain")
+    done = subprocess.run(["go", "test", "./..."], cwd=netpath.EMULATOR_SOURCE, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "GOFLAGS": "-mod=readonly"})
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # --- real paths ---------------------------------------------------------------------
