@@ -520,9 +520,11 @@ def _connect_rtts(link: Link, count: int, warmup: int = 5) -> Connects:
             sock.connect((link.ns_addr, port))
             took = (time.perf_counter() - start) * 1000
             info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_RTT.size)
+            rtt_us = TCP_INFO_RTT.unpack(info)[0]
             if i >= warmup:
                 app.append(took)
-                kernel.append(TCP_INFO_RTT.unpack(info)[0] / 1000)
+                if rtt_us:  # none when the SYN was sent again
+                    kernel.append(rtt_us / 1000)
         finally:
             sock.close()
         time.sleep(0.01)
@@ -575,8 +577,8 @@ def _mbit(transfer: tuple[int, float]) -> float | None:
 def _loss_counters(link: Link) -> dict[str, tuple[int, int]]:
     """Per direction: packets seen and dropped for loss, from the emulators or netem's qdiscs."""
     if link.emulators:
-        return {e.direction: (int(e.counters().get("received", 0)), int(e.counters().get("dropped_loss", 0)))
-                for e in link.emulators}
+        counters = {e.direction: e.counters() for e in link.emulators}
+        return {d: (int(c.get("received", 0)), int(c.get("dropped_loss", 0))) for d, c in counters.items()}
     if link.mechanism.startswith("netem") or "+netem" in link.mechanism:
         out = {}
         for direction, inside, dev in (("host_to_ns", False, link.host_if), ("ns_to_host", True, link.ns_if)):
