@@ -688,7 +688,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(format_table([table_row(d) for d in described]))
     if args.json:
-        args.json.write_text(json.dumps({"kernel": platform.release(), "netem": netem_available(),
+        try:
+            netem: bool | None = netem_available()
+        except NetnsUnavailable:
+            netem = None  # not root: loopback alone was measured
+        args.json.write_text(json.dumps({"kernel": platform.release(), "netem": netem,
                                          "paths": described}, indent=2) + "\n")
     return 0
 
