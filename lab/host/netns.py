@@ -71,9 +71,12 @@ def _free_block(seed: int) -> tuple[str, str]:
 
 
 @contextmanager
-def veth_namespace(mtu: int = 1500) -> Iterator[VethLink]:
-    tag = secrets.token_hex(3)  # names must stay within 15 characters
-    ns, host_if, ns_if = f"plcap{tag}", f"plcap{tag}h", f"plcap{tag}n"
+def veth_namespace(mtu: int = 1500, prefix: str = "plcap") -> Iterator[VethLink]:
+    """The namespace and its veth pair, named `prefix` + 6 hex digits (+ h, n)."""
+    if len(prefix) > 8:
+        raise ValueError(f"prefix {prefix!r}: interface names must stay within 15 characters")
+    tag = secrets.token_hex(3)
+    ns, host_if, ns_if = f"{prefix}{tag}", f"{prefix}{tag}h", f"{prefix}{tag}n"
     added = _ip("netns", "add", ns)
     if added.returncode:
         raise NetnsUnavailable(f"ip netns add {ns}: {added.stderr.strip()}")

@@ -33,7 +33,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # longer reads.)
 ONE_WORKER = {
     "host": ("test_docker_mode.py", "test_dockerd.py", "test_capture_engine.py", "test_wire_capture.py",
-             "test_faults.py"),
+             "test_faults.py", "test_netpath.py"),
     "fuzz": ("test_fuzz.py",),
     "profiling": ("test_profiling.py",),  # one profiling run (a module fixture) for all its tests
 }
