@@ -138,8 +138,10 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-logs-")))
         where, link = _here(), None
         if path.veth:
-            from lab.host.netpath import network_path  # the namespaces, links and emulators of a path
+            from lab.host.netpath import calibrate, network_path  # a path's namespace, link and emulators
             link = stack.enter_context(network_path(path))
+            calibrate(link)  # measured before use: the result carries the measured values beside the set ones
+            print(f"protolab: path {path.name} ({link.mechanism}): measured {link.measured}", flush=True)
             where = Where(link.ns_addr, link.ns_addr, tuple(link.exec_args()))
         db = stack.enter_context(database(change_streams, host=where.host if link else "127.0.0.1",
                                           prefix=where.prefix))
