@@ -239,3 +239,38 @@ def test_what_a_killed_run_left_is_swept(can_make_paths: None) -> None:
         time.sleep(0.1)
     assert _host_state() == before
     assert not any(psutil.pid_exists(pid) for pid in emulators)
+
+
+def test_a_site_across_a_path_has_its_database_and_services_on_the_far_side_and_leaves_nothing(
+        can_make_paths: None) -> None:
+    """A run of two sites, loopback and a shaped path: the far site's database and service
+    listen inside the path's namespace, its `direct` crosses the link like its services, the
+    link was measured before use; a run made to fail leaves nothing behind."""
+    from urllib.parse import urlsplit
+
+    from lab.axes import Site
+    from lab.stack import running_sites
+    before = _host_state()
+    far = Site("native", NetworkPath.parse("rtt1ms"))
+    pids: list[int] = []
+    with pytest.raises(RuntimeError, match="made to fail"):
+        with running_sites([Site(), far], names=["rest/go_nethttp"]) as sites:
+            lab = sites.lab_of(far.subject("rest/go_nethttp"))
+            link = lab.link
+            assert link and link["namespace"] in _host_state()["netns"]
+            assert abs(link["measured"]["added_rtt_ms"] - 1) <= 0.2, link["measured"]
+            assert urlsplit(lab.endpoints["rest/go_nethttp"]).hostname == link["ns_addr"]
+            assert urlsplit(lab.database.uri).hostname == link["ns_addr"]
+            assert urlsplit(sites.lab_of("direct").database.uri).hostname == "127.0.0.1"
+            for subject in (far.subject("rest/go_nethttp"), far.subject("direct")):
+                client = sites.client(subject)
+                try:
+                    assert client.list(1, 0) == []
+                finally:
+                    client.close()
+            pids = [*lab.pids.values(), lab.database.pid]
+            raise RuntimeError("made to fail")
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    after = _host_state()
+    assert {k: v for k, v in after.items() if k != "children"} == \
+        {k: v for k, v in before.items() if k != "children"}
