@@ -92,7 +92,8 @@ DEFAULT_MODE = "native"
 
 # --- network paths ------------------------------------------------------------------
 
-_PATH_TOKEN = re.compile(r"^(?:rtt(?P<rtt>\d+(?:\.\d+)?)ms|(?P<rate>\d+(?:\.\d+)?)mbit|loss(?P<loss>\d+(?:\.\d+)?)pct)$")
+_PATH_TOKEN = re.compile(r"^(?:rtt(?P<rtt>\d+(?:\.\d+)?)ms|(?P<rate>\d+(?:\.\d+)?)mbit"
+                         r"|loss(?P<loss>\d+(?:\.\d+)?)pct)$")
 
 
 def _num(value: float) -> str:
