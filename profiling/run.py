@@ -199,9 +199,9 @@ SHORT = {"protocol library": "protocol", "database driver": "driver", "contract 
 
 def line(r: dict[str, Any]) -> str:
     if "error" in r:
-        return f"{r['implementation']:32} {r['operation']:10} ERROR {r['error']}"
+        return f"{r['implementation']:32} {r['operation']:18} ERROR {r['error']}"
     cpu = r.get("cpu_us_per_call", {})
     top = ", ".join(f"{t['frame'][:40]} {t['self_share']:.0%}" for t in r["top"][:3])
     split = " ".join(f"{SHORT.get(c, c)} {s:.0%}" for c, s in r["categories"].items())
-    return (f"{r['implementation']:32} {r['operation']:10} {r['calls']:6} calls  service {cpu.get('service', 0):8.0f} "
+    return (f"{r['implementation']:32} {r['operation']:18} {r['calls']:6} calls  service {cpu.get('service', 0):8.0f} "
             f"µs/call  db {cpu.get('database', 0):6.0f}  | {split} | {top}")
