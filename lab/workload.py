@@ -263,9 +263,10 @@ def payload_bytes(op: Operation) -> dict[str, int]:
 
 
 def prepare(collection: Any, operation: Operation) -> None:
-    """The collection as `operation` starts from it: insert into an empty
+    """The collection as `operation` starts from it: the inserts into an empty
     collection without secondary indexes; the others against the fetch set
-    with indexes (as the core study did)."""
+    with indexes (as the core study did), fetch-<N> over 100 against the first
+    N games, fetch-one:<size> with its game added to the fetch set."""
     dataset.reset(collection, operation.seed, indexes=operation.indexes)
 
 
