@@ -5,9 +5,9 @@ lab.database.BUILD_PROFILE:
     python -m benchmarks.dbprofile compare [--profile KEY=VALUE ...] # both servers, interleaved
 
 `compare` starts the crate's own build and the build with the profile side by
-side, seeds each with the fetch benchmarks' 100 games (indexes on), and times
-fetch-one, fetch-100 and insert through the lab's store (the `direct`
-subject), the two servers interleaved in cycles of warm blocks; it prints
+side, and times the latency suite's operations (lab/workload.py LATENCY:
+insert, fetch-one, fetch-100), each from its state, through the lab's store
+(the `direct` subject), the two servers interleaved in cycles of warm blocks; it prints
 the medians and each ratio with its 99 % bootstrap interval.
 """
 
@@ -20,7 +20,7 @@ import time
 
 from benchmarks.interleave import Design, measure
 from clients.direct.client import DirectClient
-from lab import dataset
+from lab import workload
 from lab.database import build_key, embedded, secantus_binary
 from lab.stats.statistics import rank
 
@@ -43,32 +43,23 @@ def build(profile: dict[str, str]) -> None:
 
 def compare(profile: dict[str, str], cycles: int) -> None:
     binaries = {"crate profile": secantus_binary({}), f"profile{build_key(profile)}": secantus_binary(profile)}
-    game, fetch_id = dataset.median_game(), dataset.fetch_id()
     with contextlib.ExitStack() as stack:
         clients = {}
         for label, binary in binaries.items():
             db = stack.enter_context(embedded(binary))
             clients[label] = DirectClient(db.uri)
             stack.callback(clients[label].close)
-        for op in ("fetch-one", "fetch-100", "insert"):
+        for name in workload.LATENCY:
+            op = workload.get(name)
             for c in clients.values():
-                dataset.reset(c.store.games, [] if op == "insert" else dataset.fetch_games(),
-                              indexes=op != "insert")
-            if op == "fetch-one":
-                calls = {label: (lambda c=c: c.get(fetch_id)) for label, c in clients.items()}
-            elif op == "fetch-100":
-                calls = {label: (lambda c=c: c.list(dataset.FETCH_SET, 0)) for label, c in clients.items()}
-            else:
-                calls = {label: (lambda c=c: c.create(game)) for label, c in clients.items()}
+                workload.prepare(c.store.games, op)
+            calls = {label: op.call(c) for label, c in clients.items()}
             design = Design(block=20, discard=3, blocks=cycles, warmup=30)
-            result = measure(calls, design, seed=1,
-                             after_untimed=(lambda s, out: clients[s].store.games.delete_many({}))
-                             if op == "insert" else None,
-                             between=(lambda s, outs: clients[s].store.games.delete_many({}))
-                             if op == "insert" else None)
+            emptied = (lambda s, *_: clients[s].store.games.delete_many({})) if op.creates else None
+            result = measure(calls, design, seed=1, after_untimed=emptied, between=emptied)
             ranking = rank(result.times, design.block, baseline="crate profile")
             medians = {s: sorted(t)[len(t) // 2] * 1e6 for s, t in result.times.items()}
-            print(f"{op}: medians " + ", ".join(f"{s} {m:.0f} µs" for s, m in medians.items()))
+            print(f"{name}: medians " + ", ".join(f"{s} {m:.0f} µs" for s, m in medians.items()))
             for s, r in ranking["to_baseline"].items():
                 print(f"  {s} ÷ crate profile: {r['ratio']:.3f} [99 % CI {r['ci'][0]:.3f}–{r['ci'][1]:.3f}]")
 

@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from benchmarks.interleave import Design, measure
-from lab import dataset
 from lab import results as lab_results
+from lab import workload
 from lab.context import host_context
 from lab.processes import terminate
 from lab.stack import running_lab
@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.study", description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=400)
-    parser.add_argument("--operation", default="fetch-one", choices=("fetch-one", "fetch-100"))
+    parser.add_argument("--operation", default="fetch-one",
+                        choices=[n for n in workload.LATENCY if workload.get(n).repeatable])
     parser.add_argument("--skip-cause", action="store_true")
     parser.add_argument("--keep-warm", action="store_true", help="also per-call with SCHED_IDLE spinners")
     args = parser.parse_args(argv)
@@ -139,14 +140,11 @@ def main(argv: list[str] | None = None) -> int:
                            "operation": args.operation, "rounds": args.rounds, "load_before": os.getloadavg()}
     with running_lab() as lab:
         store = lab.store()
-        dataset.reset(store.games, dataset.fetch_games(), indexes=True)
-        fetch_id = dataset.fetch_id()
+        op = workload.get(args.operation)
+        workload.prepare(store.games, op)
         names = [*lab.endpoints, "direct"]
         clients = {n: lab.client(n) for n in names}
-        if args.operation == "fetch-one":
-            calls = {n: (lambda c=c: c.get(fetch_id)) for n, c in clients.items()}
-        else:
-            calls = {n: (lambda c=c: c.list(dataset.FETCH_SET, 0)) for n, c in clients.items()}
+        calls = {n: op.call(c) for n, c in clients.items()}
 
         if not args.skip_cause:
             out["cause"] = cause(calls, names, args.rounds * 2, args.reps)

@@ -54,6 +54,13 @@ def markdown(results: dict[str, Any]) -> str:
               "itself: " + "; ".join(f"{label(p)}: {s}"
                                      for p, s in ctx["payload_source"].items()) + ". "
               "→ is client to server, ← server to client.", ""]
+    carried = ctx.get("records", {}).get("payload_bytes", {})  # lab.workload.payload_bytes, per operation
+    if carried:
+        lines += ["What each operation carries, the payload alone (lab/workload.py): "
+                  + "; ".join(f"{op} " + (f"{c['games']:,} game{'s' * (c['games'] != 1)}, " if "games" in c else "")
+                              + f"{c['json_bytes']:,} B JSON"
+                              + (f", {c['protobuf_bytes']:,} B protobuf" if "protobuf_bytes" in c else "")
+                              for op, c in carried.items() if c) + ".", ""]
     if results["problems"]:
         lines += ["**Problems:** " + "; ".join(results["problems"]), ""]
 

@@ -66,7 +66,6 @@ from capture.tshark import (
 )
 from capture.workload import RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS
-from contract.codec import dumpb
 from lab import dataset, workload
 from lab.context import run_context
 from lab.host.netns import veth_namespace
@@ -317,14 +316,14 @@ def _tshark_version() -> str:
     return done.stdout.splitlines()[0] if done.stdout else "unknown"
 
 
-def _record_sizes() -> dict[str, int]:
-    """JSON sizes (the lab's codec) of the records the operations move."""
-    fetched = dataset.documents([dataset.fetch_games()[dataset.FETCH_SET // 2]])[0]
-    sizes = sorted(len(dumpb(g)) for g in dataset.games())
-    return {"inserted_game_json": len(dumpb(dataset.median_game())),
-            "fetched_game_json": len(dumpb({"id": fetched["_id"],
-                                            **{k: v for k, v in fetched.items() if k != "_id"}})),
-            "dataset_median_json": sizes[len(sizes) // 2], "dataset_games": len(sizes)}
+def _record_sizes() -> dict[str, Any]:
+    """JSON sizes (the lab's codec) of the records the operations move, and what
+    each captured operation carries (lab.workload.payload_bytes)."""
+    carried = {name: workload.payload_bytes(workload.get(name)) for name in CAPTURE}
+    return {"inserted_game_json": carried["insert"]["json_bytes"],
+            "fetched_game_json": carried["fetch-one"]["json_bytes"],
+            "dataset_median_json": dataset.json_size(dataset.median_game()), "dataset_games": len(dataset.games()),
+            "payload_bytes": carried}
 
 
 def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[int, Layers],

@@ -11,6 +11,7 @@ from typing import Any
 from pymongo import IndexModel
 from pymongo.collection import Collection
 
+from contract.codec import dumpb
 from contract.game import appid_of
 from lab.settings import ROOT
 
@@ -50,18 +51,43 @@ def reset(collection: Collection, selection: list[dict[str, Any]], *, indexes: b
 
 # The games every measurement uses, so latency and wire bytes describe the same work.
 FETCH_SET = 100  # the fetch benchmarks' collection: the dataset's first 100 games
+# A single game chosen by its JSON size: the size's quantile of the dataset.
+SIZES = {"smallest": 0.0, "p10": 0.1, "median": 0.5, "p90": 0.9, "largest": 1.0}
+
+
+def json_size(game: dict[str, Any]) -> int:
+    """The game's JSON size in bytes: the lab's codec (compact separators, UTF-8),
+    as the JSON-speaking protocols send it."""
+    return len(dumpb(game))
+
+
+@cache
+def _by_size() -> tuple[int, ...]:
+    """The dataset's games (file positions) from the smallest JSON to the largest;
+    equal sizes in the order of their links."""
+    everything = games()
+    return tuple(sorted(range(len(everything)), key=lambda i: (json_size(everything[i]), everything[i]["link"])))
+
+
+def sized_game(size: str) -> dict[str, Any]:
+    """The game at `size` (a key of SIZES) of the dataset's JSON sizes, as a fresh
+    dict: the same game on every call."""
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}: expected one of {', '.join(SIZES)}")
+    order = _by_size()
+    return json.loads(_games()[order[min(int(SIZES[size] * len(order)), len(order) - 1)]])
 
 
 def median_game() -> dict[str, Any]:
     """The game whose JSON size is the dataset's median: typical, not extreme
     (the game every benchmark inserts)."""
-    by_size = sorted(games(), key=lambda g: (len(str(g)), g["link"]))
-    return by_size[len(by_size) // 2]
+    return sized_game("median")
 
 
-def fetch_games() -> list[dict[str, Any]]:
-    """The collection the fetch benchmarks run against."""
-    return games(FETCH_SET)
+def fetch_games(count: int = FETCH_SET) -> list[dict[str, Any]]:
+    """The collection the fetch benchmarks run against: the dataset's first
+    `count` games (FETCH_SET unless a fetch lists more)."""
+    return games(count)
 
 
 def fetch_id() -> str:

@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", default="sweep", choices=("sweep",),
                    help="sweep (the only one here; the concurrency-1 cross-check: python -m load.crosscheck; "
                         "the studies' scenarios: python -m studies NAME)")
-    p.add_argument("--operation", default="fetch-one", choices=tuple(workload.OPERATIONS))
+    p.add_argument("--operation", default="fetch-one", choices=workload.NAMES,
+                   help="the operation each user repeats (lab/workload.py; the payload axis' rows too)")
     p.add_argument("--clients", nargs="*", type=int, default=list(SWEEP_CLIENTS),
                    help="closed-model virtual users (default: 10 100 1000, which fits 15 minutes for every "
                         "implementation here; the issue's full ladder: 10 50 100 500 1000)")

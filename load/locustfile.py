@@ -113,7 +113,7 @@ def _arguments(parser: Any) -> None:
                         help="JSON {implementation: {protocol, endpoint}} (default: $LAB_LOAD_TARGETS)")
     parser.add_argument("--lab-impl", default=next(iter(targets), ""), choices=sorted(targets) or None,
                         help="the implementation to drive")
-    parser.add_argument("--lab-operation", default="fetch-one", choices=sorted(workload.OPERATIONS),
+    parser.add_argument("--lab-operation", default="fetch-one", choices=workload.NAMES,
                         help="the operation each user repeats (lab/workload.py)")
     parser.add_argument("--lab-model", default="closed", choices=("closed", "open"),
                         help="closed: back to back; open: --lab-rate requests/s in all, latency from the schedule")

@@ -6,14 +6,16 @@ import argparse
 from pathlib import Path
 
 from lab import settings
-from profiling.run import OPERATIONS, OUT, run
+from profiling.run import DEFAULT, OUT, profilable, run
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m profiling", description=__doc__)
     p.add_argument("--impl", nargs="+", metavar="NAME",
-                   help="implementations (default: every one serving get and list)")
-    p.add_argument("--operation", nargs="+", choices=list(OPERATIONS), default=list(OPERATIONS))
+                   help="implementations (default: every one serving the operations)")
+    p.add_argument("--operation", nargs="+", type=profilable, default=list(DEFAULT), metavar="NAME",
+                   help="operations of the workload table, lab/workload.py (fetch-<N>, fetch-one:<size> too; "
+                        f"default: {' '.join(DEFAULT)})")
     p.add_argument("--seconds", type=float, default=10.0, help="sampling window per implementation and operation")
     p.add_argument("--warmup-seconds", type=float, default=20.0,
                    help="at most this long for the warm-up calls (the manifest's count, else 30)")

@@ -27,12 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab import dataset, settings
+from lab import settings, workload
 from lab.registry import Implementation, select
 from lab.resources import CpuClock
 from lab.stack import running_lab
 from lab.stats.statistics import PairedBootstrap, rank
-from profiling.run import OPERATIONS, OUT
+from profiling.run import OUT, profilable
 
 CONFIDENCE = 0.99
 
@@ -59,27 +59,27 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.ab", description=__doc__.splitlines()[0])
     p.add_argument("--impl", nargs="+", required=True)
     p.add_argument("--before", required=True, help="the git revision of the 'before' variant")
-    p.add_argument("--operation", choices=list(OPERATIONS), default="fetch-100")
+    p.add_argument("--operation", type=profilable, default="fetch-100")
     p.add_argument("--cycles", type=int, default=200)
     p.add_argument("--block", type=int, default=5, help="timed calls per visit")
     p.add_argument("--warmup", type=int, default=200, help="untimed calls per subject first")
     args = p.parse_args(argv)
     settings.measuring()
-    make_call, check = OPERATIONS[args.operation]
+    op = workload.get(args.operation)
     impls = select(args.impl or None)
     with tempfile.TemporaryDirectory(prefix="protolab-ab-") as work:
         befores = [build_at(i, args.before, Path(work)) for i in impls]
         with running_lab(implementations=[*impls, *befores]) as lab:
             store = lab.store()
             try:
-                dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+                workload.prepare(store.games, op)
             finally:
                 store.close()
             subjects = [i.name for i in impls] + [b.name for b in befores] + ["direct"]
             clients = {s: lab.client(s) for s in subjects}
-            calls = {s: make_call(c) for s, c in clients.items()}
+            calls = {s: op.call(c) for s, c in clients.items()}
             for call in calls.values():
-                check(call())
+                op.check(call())
                 for _ in range(args.warmup):
                     call()
             clocks = {s: CpuClock({"service": lab.pids[s]}) for s in subjects if s in lab.pids}

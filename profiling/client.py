@@ -21,20 +21,20 @@ from pathlib import Path
 
 import psutil
 
-from lab import dataset, settings
+from lab import settings, workload
 from lab.registry import select
 from lab.stack import running_lab
 from profiling import fold, summary
-from profiling.run import OPERATIONS, OUT, SCHEMA
+from profiling.run import OUT, SCHEMA, profilable
 from profiling.runtimes import _pyspy, _short
 
 LOOP = """
 import sys, time
 from clients import connect
-from profiling.run import OPERATIONS
+from lab import workload
 protocol, endpoint, operation, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 client = connect(protocol, endpoint)
-call = OPERATIONS[operation][0](client)
+call = workload.get(operation).call(client)
 for _ in range(30):
     call()
 print("warm", flush=True)
@@ -50,7 +50,7 @@ print(n, time.process_time() - c0, time.monotonic() - t0, flush=True)
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profiling.client", description=__doc__.splitlines()[0])
     p.add_argument("--impl", required=True)
-    p.add_argument("--operation", choices=list(OPERATIONS), default="fetch-100")
+    p.add_argument("--operation", type=profilable, default="fetch-100")
     p.add_argument("--seconds", type=float, default=10.0)
     args = p.parse_args(argv)
     settings.measuring()
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     with running_lab(implementations=[impl]) as lab, tempfile.TemporaryDirectory() as work:
         store = lab.store()
         try:
-            dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+            workload.prepare(store.games, workload.get(args.operation))
         finally:
             store.close()
         child = subprocess.Popen([sys.executable, "-c", LOOP, impl.protocol, lab.endpoints[impl.name],

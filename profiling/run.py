@@ -1,7 +1,8 @@
 """One profiling run: the lab started once with every chosen implementation
 (each with its runtime's profiler switched on), then, one implementation and
-operation at a time, warm-up calls, and `seconds` of the latency suite's call
-in a loop while the profilers sample; the results written after the lab
+operation at a time (the workload table's, lab/workload.py: by default the
+latency suite's fetch-one and fetch-100), the operation's database state,
+warm-up calls, and `seconds` of its call in a loop while the profilers sample; the results written after the lab
 stopped (a Node.js service writes its profile as it exits)."""
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from lab import dataset, settings
+from lab import settings, workload
 from lab.context import run_context
 from lab.registry import Implementation, select
 from lab.resources import CpuClock
@@ -26,24 +26,22 @@ from profiling.runtimes import RUNTIMES, Perf, Unavailable
 
 SCHEMA = {"name": "protolab.profile", "version": 1}
 OUT = settings.RESULTS / "profiles"
-FETCH_ID = dataset.fetch_id()
 
 
-def _check_one(out: Any) -> None:
-    assert out["id"] == FETCH_ID, f"fetched {out.get('id')!r}, not {FETCH_ID!r}"
+def profilable(name: str) -> str:
+    """`name` if the workload table has it (lab/workload.py, parametric names too) and
+    its call can be repeated for seconds from one state (not insert, not delete)."""
+    try:
+        op = workload.get(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not op.repeatable:
+        raise argparse.ArgumentTypeError(f"{name} changes the state it starts from: not profiled")
+    return name
 
 
-def _check_100(out: Any) -> None:
-    assert len(out) == dataset.FETCH_SET, f"{len(out)} games, not {dataset.FETCH_SET}"
-
-
-# The latency suite's calls (benchmarks/suite.py OPERATION), on the same database state:
-# the dataset's first 100 games, with indexes.
-OPERATIONS: dict[str, tuple[Callable[[Any], Callable[[], Any]], Callable[[Any], None]]] = {
-    "fetch-one": (lambda c: lambda: c.get(FETCH_ID), _check_one),
-    "fetch-100": (lambda c: lambda: c.list(dataset.FETCH_SET, 0), _check_100),
-}
-NEEDS = ("get", "list")  # what an implementation must serve to be profiled
+# By default the latency suite's calls that leave the state as they find it: fetch-one, fetch-100.
+DEFAULT = tuple(name for name in workload.LATENCY if workload.get(name).repeatable)
 
 
 @dataclass(frozen=True)
@@ -80,11 +78,11 @@ def profile_one(lab: Lab, impl: Implementation, runtime: Any, operation: str, ar
     window = Window(impl, operation, args.out / impl.name / operation)
     shutil.rmtree(window.directory, ignore_errors=True)
     window.directory.mkdir(parents=True)
-    make_call, check = OPERATIONS[operation]
+    op = workload.get(operation)
     client = lab.client(impl.name)
     try:
-        call = make_call(client)
-        check(call())
+        call = op.call(client)
+        op.check(call())
         # The suite's warm-up count (the manifest's, e.g. Node.js's 6,000), bounded in time.
         warm_until = time.monotonic() + args.warmup_seconds
         for _ in range(impl.warmup_calls or 30):
@@ -145,20 +143,22 @@ def write(window: Window, runtime: Any, context: dict[str, Any]) -> dict[str, An
     return out
 
 
-def chosen(names: list[str] | None) -> list[Implementation]:
+def chosen(names: list[str] | None, operations: list[str]) -> list[Implementation]:
+    """The implementations named (default: all) that serve every operation's contract call."""
+    needs = list(dict.fromkeys(workload.get(o).contract_op for o in operations))
     found = []
     for impl in select(names or None):
-        if all(impl.serves(op) for op in NEEDS):
+        if all(impl.serves(op) for op in needs):
             found.append(impl)
         else:
-            print(f"{impl.name}: left out: it serves no {' or '.join(op for op in NEEDS if not impl.serves(op))}")
+            print(f"{impl.name}: left out: it serves no {' or '.join(op for op in needs if not impl.serves(op))}")
     return found
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The profiles (the caller sets the measurement's settings: __main__ calls settings.measuring())."""
     began = time.monotonic()
-    impls = chosen(args.impl)
+    impls = chosen(args.impl, args.operation)
     why_no_perf = Perf.why_not()
     with tempfile.TemporaryDirectory(prefix="protolab-profile-") as work:
         runtimes, started = {}, []
@@ -176,15 +176,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             context = run_context(lab.mode, lab.database, lab.implementations)
             store = lab.store()
             try:
-                dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+                for impl in started:
+                    for operation in args.operation:
+                        workload.prepare(store.games, workload.get(operation))  # its state (lab/workload.py)
+                        print(f"profiling {impl.name} {operation} ({args.seconds:g} s)", flush=True)
+                        window = profile_one(lab, impl, runtimes[impl.name], operation, args, why_no_perf is None)
+                        window.database_note = why_no_perf and f"no stack profile: {why_no_perf}" or ""
+                        windows.append(window)
             finally:
                 store.close()
-            for impl in started:
-                for operation in args.operation:
-                    print(f"profiling {impl.name} {operation} ({args.seconds:g} s)", flush=True)
-                    window = profile_one(lab, impl, runtimes[impl.name], operation, args, why_no_perf is None)
-                    window.database_note = why_no_perf and f"no stack profile: {why_no_perf}" or ""
-                    windows.append(window)
         context["profile_seconds"] = round(time.monotonic() - began, 1)
         results = [write(w, runtimes[w.impl.name], context) for w in windows]
     for r in results:
@@ -199,9 +199,9 @@ SHORT = {"protocol library": "protocol", "database driver": "driver", "contract 
 
 def line(r: dict[str, Any]) -> str:
     if "error" in r:
-        return f"{r['implementation']:32} {r['operation']:10} ERROR {r['error']}"
+        return f"{r['implementation']:32} {r['operation']:18} ERROR {r['error']}"
     cpu = r.get("cpu_us_per_call", {})
     top = ", ".join(f"{t['frame'][:40]} {t['self_share']:.0%}" for t in r["top"][:3])
     split = " ".join(f"{SHORT.get(c, c)} {s:.0%}" for c, s in r["categories"].items())
-    return (f"{r['implementation']:32} {r['operation']:10} {r['calls']:6} calls  service {cpu.get('service', 0):8.0f} "
+    return (f"{r['implementation']:32} {r['operation']:18} {r['calls']:6} calls  service {cpu.get('service', 0):8.0f} "
             f"µs/call  db {cpu.get('database', 0):6.0f}  | {split} | {top}")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lab.workload import NAMES
 from report.page import Figure, Heading, Page, Para, Table, slug
 
 # One colour per category (profiling/summary.py CATEGORY_ORDER).
@@ -19,7 +20,6 @@ COLOURS = {"protocol library": "#e8a33d", "encoding": "#d9534f", "database drive
            "database server": "#2f6fb0", "other": "#c9b28f"}
 WIDTH, ROW = 1100, 16
 MIN_SHARE = 0.002  # narrower frames are not drawn (their samples stay in their parent's width)
-ORDER = ("fetch-one", "fetch-100")
 
 
 def read(results_dir: Path) -> list[tuple[dict[str, Any], Path]]:
@@ -30,8 +30,9 @@ def read(results_dir: Path) -> list[tuple[dict[str, Any], Path]]:
             found.append((json.loads(path.read_text()), path.parent))
         except (OSError, json.JSONDecodeError):
             continue
-    return sorted(found, key=lambda f: (f[0].get("implementation", ""),
-                                        ORDER.index(f[0]["operation"]) if f[0].get("operation") in ORDER else 9))
+    return sorted(found, key=lambda f: (f[0].get("implementation", ""),  # operations in the workload table's order
+                                        NAMES.index(f[0]["operation"]) if f[0].get("operation") in NAMES
+                                        else len(NAMES), f[0].get("operation", "")))
 
 
 def _tree(lines: list[str]) -> dict[str, Any]:

@@ -142,3 +142,26 @@ def test_report_renders_one_flame_graph_per_profile(profiled, tmp_path):
     expected = sorted(f"{r['implementation']} fetch-100" for r, _ in by_language.values() if "error" not in r)
     assert sorted(graphs) == expected
     assert dom.count("<rect") > 10 * len(expected), "flame graphs without frames"
+
+
+def test_the_operations_are_the_workload_tables(tmp_path):
+    """--operation takes the workload table's names (its payload rows too) whose call
+    leaves the state as it found it; the report orders profiles as the table does."""
+    from profiling.__main__ import parser
+    from profiling.run import DEFAULT
+    from report.profiles import read
+
+    assert DEFAULT == ("fetch-one", "fetch-100")
+    assert parser().parse_args([]).operation == ["fetch-one", "fetch-100"]
+    assert parser().parse_args(["--operation", "fetch-1000", "fetch-one:largest"]).operation == \
+        ["fetch-1000", "fetch-one:largest"]
+    for refused in ("insert", "delete", "insert:largest", "fetch-2000"):
+        with pytest.raises(SystemExit):
+            parser().parse_args(["--operation", refused])
+    for operation in ("fetch-one:largest", "fetch-100", "fetch-1000", "fetch-37", "fetch-one"):
+        folder = tmp_path / "profiles" / "rest/go_nethttp" / operation
+        folder.mkdir(parents=True)
+        (folder / "summary.json").write_text(json.dumps({"implementation": "rest/go_nethttp",
+                                                         "operation": operation}))
+    assert [s["operation"] for s, _ in read(tmp_path)] == \
+        ["fetch-one", "fetch-100", "fetch-1000", "fetch-one:largest", "fetch-37"]

@@ -148,10 +148,19 @@ def wire_results() -> dict[str, Any]:
                                   "operations_per_steady_window": 50, "warmup_operations": 2,
                                   "tshark": "TShark (Wireshark) 4.0.17 (test)", "capture_seconds": 1.0}
     ctx |= {"payload_source": {i.protocol: "body" for i in IMPLS}, "elapsed_seconds": 2.0,
-            "records": {"inserted_game_json": 1378, "fetched_game_json": 1278, "dataset_median_json": 1390,
-                        "dataset_games": 3424}}
+            "records": {"inserted_game_json": 1390, "fetched_game_json": 1278, "dataset_median_json": 1390,
+                        "dataset_games": 3424,
+                        "payload_bytes": {"insert": {"games": 1, "json_bytes": 1390, "protobuf_bytes": 828},
+                                          "fetch-100": {"games": 100, "json_bytes": 155623,
+                                                        "protobuf_bytes": 93722}, "delete": {}}}}
     return {"operations": ops, "ports": {}, "protocols": {i.name: i.protocol for i in IMPLS},
             "steady": steady, "new_connection": new, "database": db, "problems": [], "context": ctx}
+
+
+def test_wire_markdown_says_what_each_operation_carries():
+    md = capture_report.markdown(wire_results())
+    assert ("What each operation carries, the payload alone (lab/workload.py): insert 1 game, 1,390 B JSON, "
+            "828 B protobuf; fetch-100 100 games, 155,623 B JSON, 93,722 B protobuf.") in md
 
 
 def make_results(root: Path, docker: bool, drop_in_docker: str | None = None) -> Path:

@@ -8,6 +8,7 @@ from typing import Any
 from lab.page import Bullets, Heading, Page, Para, Table
 from lab.registry import study_column
 from lab.settings import MODES, RUN_COMMAND
+from lab.workload import LATENCY
 from studies import published
 from studies.common import n0, ratio
 from studies.kaminski2023 import STUDY, wire
@@ -49,7 +50,7 @@ def section(page: Page, inputs: Inputs) -> list[str]:
     summary: list[str] = []
     names = inputs.subjects()
     impl_of = first_of_each_protocol(inputs, names)
-    for op in ("insert", "fetch-one", "fetch-100"):
+    for op in LATENCY:  # insert, fetch-one, fetch-100: the study's Tables 4-6
         found = published.latency_table(study, op)
         if found is None:
             continue
