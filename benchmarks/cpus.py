@@ -37,8 +37,8 @@ from typing import Any
 
 from benchmarks.interleave import Design, measure
 from benchmarks.study import ratios
-from benchmarks.suite import OPERATION, cleanup
-from lab import dataset, settings
+from benchmarks.suite import cleanup
+from lab import dataset, settings, workload
 from lab import results as lab_results
 from lab.context import host_context
 from lab.host.pinning import pin_tree
@@ -97,11 +97,11 @@ def main(argv: list[str] | None = None) -> int:
                 for condition in order:
                     place(lab, condition, subjects)
                     for name in ("fetch-one", "insert"):
-                        op = OPERATION[name]
+                        op = workload.get(name)
                         dataset.reset(games, op.seed, indexes=op.indexes)
                         m = measure({s: op.call(clients[s]) for s in subjects},
                                     Design(blocks=args.cycles, warmup=30, baseline_visits=4), seed=rep,
-                                    **cleanup(op, games))
+                                    **cleanup(op, lambda subject: games))
                         to_direct = ratios(m.times)
                         per_rep.setdefault(condition, {}).setdefault(name, []).append(to_direct)
                         direct_us = statistics.median(m.times["direct"]) * 1e6

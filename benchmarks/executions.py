@@ -47,10 +47,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from benchmarks.study import save
-from benchmarks.suite import OPERATION, Suite, design_from_env
-from lab import dataset, settings
+from benchmarks.suite import Suite, design_from_env
+from lab import dataset, settings, workload
 from lab.database import database
 from lab.registry import CRUD_CALLS, Implementation, first_of_each, select
+from lab.running import Sites
 from lab.stack import Lab, running_lab, second_process
 from lab.stats import runs
 
@@ -119,7 +120,7 @@ def beside(lab: Lab, subject: str, operation: str, how: str) -> Iterator[tuple[l
         with second_process(lab, subject) as twin:
             yield [twin], lab.client
         return
-    op = OPERATION[operation]
+    op = workload.get(operation)
     if op.creates:  # the suite clears the first database only
         raise SystemExit("--two-databases: fetch-one or fetch-100")
     with database() as db, second_process(lab, subject, db) as twin:
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.executions", description=__doc__.splitlines()[0])
     parser.add_argument("subjects", nargs="*", help="implementations (default: one per language, of one protocol)")
     parser.add_argument("--executions", type=int, default=4, help="process executions per subject")
-    parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
+    parser.add_argument("--operation", default="insert", choices=sorted(workload.LATENCY))
     parser.add_argument("--seed", type=int, default=1, help="of the executions' order")
     parser.add_argument("--twins", action="store_true", help="a second process of the subject beside the first")
     parser.add_argument("--two-databases", action="store_true",
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.subjects:
         parser.error("no protocol has a CRUD implementation in every language: name the subjects")
     how = "two-databases" if args.two_databases else "twins" if args.twins else "alone"
-    if how == "two-databases" and OPERATION[args.operation].creates:
+    if how == "two-databases" and workload.get(args.operation).creates:
         parser.error("--two-databases measures fetch-one or fetch-100 (the suite clears the first database only)")
     settings.measuring()
     design = design_from_env()
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         for subject in order:
             with running_lab(names=[subject]) as lab, beside(lab, subject, args.operation, how) as (extra, client_of):
                 subjects = [subject, *extra, design.baseline]
-                suite = Suite(lab, client_of, {args.operation: subjects}, True, design)
+                suite = Suite(Sites.of(lab), client_of, {args.operation: subjects}, True, design)
                 result = suite.run(args.operation)
                 if result.errors:
                     raise SystemExit(f"{subject}: {result.errors}")

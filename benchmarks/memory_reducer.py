@@ -46,9 +46,10 @@ import psutil
 
 from benchmarks.executions import execution
 from benchmarks.study import save
-from benchmarks.suite import OPERATION, Suite, design_from_env
-from lab import settings
+from benchmarks.suite import Suite, design_from_env
+from lab import settings, workload
 from lab.registry import CRUD_CALLS, Implementation, first_of_each, select
+from lab.running import Sites
 from lab.stack import running_lab
 
 NODE, CONTROL = "node", "python"  # the manifests' language of the subjects and of the control
@@ -107,7 +108,7 @@ def one(operation: str, reducer: bool, trace: bool, node: Sequence[str], control
     chosen = [replace(i, command=node_command(i.command, reducer, trace)) if i.name in node else i
               for i in select(names)]
     with running_lab(implementations=chosen) as running:
-        suite = Suite(running, running.client, {operation: [*names, design.baseline]}, True, design)
+        suite = Suite(Sites.of(running), running.client, {operation: [*names, design.baseline]}, True, design)
         marks: dict[str, float] = {}
         suite.on_progress = lambda text: marks.setdefault("start", time.time()) if "measuring" in text else None
         result = suite.run(operation)
@@ -126,7 +127,7 @@ def one(operation: str, reducer: bool, trace: bool, node: Sequence[str], control
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.memory_reducer", description=__doc__.splitlines()[0])
     parser.add_argument("--executions", type=int, default=6, help="in all, alternating with and without")
-    parser.add_argument("--operation", default="insert", choices=sorted(OPERATION))
+    parser.add_argument("--operation", default="insert", choices=sorted(workload.LATENCY))
     parser.add_argument("--trace-gc", action="store_true", help="V8's --trace-gc in every Node.js service")
     parser.add_argument("--impl", nargs="+", metavar="NAME",
                         help="the implementations (default: the Node.js ones that answer requests, and a Python "

@@ -72,6 +72,11 @@ class Sites:
     labs: dict[Site, Lab]
     left_out: dict[Site, str] = field(default_factory=dict)   # a site this host could not run: why
 
+    @classmethod
+    def of(cls, lab: Lab) -> Sites:
+        """The one site of `lab`."""
+        return cls({lab.site: lab})
+
     @property
     def default(self) -> Lab:
         """The first site's lab: the one a run of a single site has."""

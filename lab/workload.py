@@ -248,7 +248,7 @@ def payload_bytes(op: Operation) -> dict[str, int]:
     """How large what `op` carries is (the game it sends, or the games it is
     answered; {} for an operation without one): the number of games, its JSON
     in the lab's codec (as the JSON protocols send it) and, for games, its
-    protobuf message (gRPC's: Game, or GameList for a list) — the payload
+    protobuf message (the contract's Game, or GameList for a list) — the payload
     alone, without any protocol's framing."""
     if op.carries is None:
         return {}

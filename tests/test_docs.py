@@ -19,7 +19,7 @@ import pytest
 from clients.protocols import PROTOCOLS
 from lab.database import SECANTUS_VERSION
 from lab.host import compose, dockerd
-from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS, discover
+from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS, every_variant
 from lab.settings import ROOT
 
 README = ROOT / "README.md"
@@ -203,10 +203,9 @@ def test_the_port_scheme_the_readme_states_is_the_manifests() -> None:
     language_tens = {languages[name]: int(digit) for name, digit in re.findall(r"([\w.]+) (\d)", tens.group(1))}
     offsets: dict[int, str] = {}
     second: set[int] = set()
-    for impl in discover():
-        run = impl.manifest.get("run") or {}
-        assert "port_offset" in run, f"{impl.name}: no [run] port_offset"
-        offset = run["port_offset"]
+    for impl in every_variant():
+        offset = impl.fixed_port_offset
+        assert offset is not None, f"{impl.name}: no [run] port_offset (a variant: [variant.<value>] port_offset)"
         assert offset not in offsets, f"{impl.name} and {offsets[offset]} share port_offset {offset}"
         offsets[offset] = impl.name
         assert offset % 10 == protocol_digit[impl.protocol], f"{impl.name}: {offset}, units digit not its protocol's"
