@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -41,16 +42,21 @@ class Connection(Client):
     another had set); every socket opened later without a timeout of its own
     then dropped its connection after 10 s idle."""
 
-    def __init__(self, url: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, url: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
         parts = urlsplit(url)
-        if parts.scheme != "ws" or not parts.hostname:
-            raise ValueError(f"not a ws:// URL: {url!r}")
-        self.host, self.port = parts.hostname, parts.port or 80
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError(f"not a ws:// or wss:// URL: {url!r}")
+        secure = parts.scheme == "wss"
+        self.host, self.port = parts.hostname, parts.port or (443 if secure else 80)
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.subprotocols, self.extra_headeers = [], []  # (sic) the names Client.handshake reads
         sock = socket.create_connection((self.host, self.port), timeout=timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if secure:  # TLS, verified against `ca_file` (the lab's CA: lab/tls.py), else the system's
+                context = ssl.create_default_context(cafile=ca_file)
+                context.set_alpn_protocols(["http/1.1"])
+                sock = context.wrap_socket(sock, server_hostname=self.host)  # the handshake, within `timeout`
             Base.__init__(self, sock, connection_type=ConnectionType.CLIENT, thread_class=_reader_thread)
         except BaseException:
             sock.close()
@@ -65,11 +71,11 @@ def request_message(request_id: Any, op: str, params: dict[str, Any]) -> str:
 class WebSocketClient(OperationClient):
     protocol = "ws"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
         self.timeout = timeout
         self.ids = itertools.count(1)
         self.pushed: deque[tuple[dict[str, Any], int]] = deque()  # push messages received meanwhile
-        self.ws = Connection(endpoint, timeout)
+        self.ws = Connection(endpoint, timeout, ca_file)
 
     def _receive(self, timeout: float) -> tuple[dict[str, Any], int]:
         reply = self.ws.receive(timeout=timeout)
