@@ -88,7 +88,7 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
     # TLS on every protocol. The lab makes the run's CA and server certificate (lab/tls.py)
     # and expands the placeholders: the service gets its certificate chain and key, the
     # lab's client the CA it verifies against; the endpoint's scheme becomes the secure one
-    # (https://, wss://; gRPC's secure channel: clients/protocols.py, secure_endpoint).
+    # (https://, wss://; a bare host:port's client makes its channel secure: clients/protocols.py, secure_endpoint).
     Axis("tls", "TLS between the client and the service (the lab's own CA, made at run time)", (
         Value("plain", "no TLS: cleartext TCP"),
         Value("tls13", "TLS 1.3 only (the service refuses 1.2), the lab's CA verified by the client",
