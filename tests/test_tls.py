@@ -228,3 +228,30 @@ def test_a_client_trusting_another_ca_is_refused(tls_lab: Lab, subject: str) -> 
     # gRPC's channel and socket.io's connect say only that they could not connect; the others name the cause
     assert impl.protocol in ("grpc", "socketio") or "CERTIFICATE_VERIFY_FAILED" in text \
         or "certificate verify failed" in text, text
+
+
+def test_the_handshake_instrument_measures_each_kind_apart(tls_lab: Lab, tmp_path: Path) -> None:
+    """benchmarks/handshake.py on two of this lab's subjects, a few connections each: every kind
+    measured, on the version the subject names, resumption resumed, bytes counted by the kernel,
+    the result in the results format. No timing is asserted."""
+    from benchmarks import handshake
+    from lab import results
+    from lab.context import host_context
+    from lab.results_check import check
+    names = ["rest/go_nethttp+tls13", "rest/python_flask+tls12"]
+    found = handshake.measure(tls_lab, names, connections=3)
+    kinds = {(r["subject"], r["kind"]): r for r in found["rows"]}
+    assert set(kinds) == {(names[0], "tcp"), (names[0], "tls13-full"), (names[0], "tls13-resumed"),
+                          (names[1], "tls12-full"), (names[1], "tls12-resumed")}
+    for (subject, kind), row in kinds.items():
+        assert row["connections"] == 3 and row["median_ci95_us"][0] <= row["median_us"] <= row["median_ci95_us"][1]
+        if kind == "tcp":
+            assert (row["bytes_sent"], row["bytes_received"]) == (0, 0) and row["versions"] == []
+            continue
+        assert row["versions"] == [VERSION[_value(subject)]]
+        assert row["bytes_sent"] > 200 and row["bytes_received"] > 100  # a ClientHello; a ServerHello and more
+        assert row["reused"] == (3 if kind.endswith("resumed") else 0), row
+    full, resumed = kinds[(names[1], "tls12-full")], kinds[(names[1], "tls12-resumed")]
+    assert resumed["bytes_received"] < full["bytes_received"]  # no certificate in a resumed handshake
+    path = results.write("handshake", "handshake", host_context(), {"subjects": names, **found}, tmp_path)
+    assert check([path]) == []
