@@ -255,3 +255,33 @@ def test_the_handshake_instrument_measures_each_kind_apart(tls_lab: Lab, tmp_pat
     assert resumed["bytes_received"] < full["bytes_received"]  # no certificate in a resumed handshake
     path = results.write("handshake", "handshake", host_context(), {"subjects": names, **found}, tmp_path)
     assert check([path]) == []
+
+
+def test_the_keylog_lets_the_wire_capture_read_inside_tls(tls_lab: Lab, tmp_path: Path, monkeypatch) -> None:
+    """SSLKEYLOGFILE set, the lab's Python client (requests, as every ssl.create_default_context)
+    writes its TLS secrets there; the capture's dissector, given that file, finds the HTTP
+    requests and replies inside TLS 1.3, and without it finds none."""
+    from capture.dissect import dissect
+    from capture.tshark import Capture, CaptureError, ensure_tshark
+    try:
+        ensure_tshark()
+    except CaptureError as exc:
+        pytest.skip(f"tshark unavailable: {exc}")
+    if subprocess.run(["dumpcap", "-L", "-i", "lo"], capture_output=True, timeout=30).returncode:
+        pytest.skip("cannot capture on lo: run as root, or setcap cap_net_raw,cap_net_admin+eip dumpcap")
+    subject = "rest/go_nethttp+tls13"
+    keylog, pcap = tmp_path / "keys.log", tmp_path / "tls.pcapng"
+    monkeypatch.setenv("SSLKEYLOGFILE", str(keylog))
+    _, port = _address(tls_lab.endpoints[subject])
+    with Capture([port], path=pcap):
+        client = tls_lab.client(subject)
+        try:
+            client.health()
+            client.list(limit=2)
+        finally:
+            client.close()
+    assert "CLIENT_TRAFFIC_SECRET_0" in keylog.read_text()  # TLS 1.3's secrets, by the client
+    opened = dissect(pcap, {port: "tls"}, keylog=keylog).values()
+    assert sum(1 for layers in opened if layers.http_request) == 2
+    assert sum(1 for layers in opened if layers.http_response) == 2 and any(la.http_body for la in opened)
+    assert not any(layers.http_request for layers in dissect(pcap, {port: "tls"}).values())
