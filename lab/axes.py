@@ -47,6 +47,7 @@ class Value:
     capture: Mapping[str, Any] = field(default_factory=dict)       # what the wire capture must know
     requires: tuple[str, ...] = ()                                 # of the host: "root", "docker", "netns"
     not_in_docker: str = ""                                        # why Docker mode leaves it out ("": it runs there)
+    port_shift: int = 0        # added to the manifest's port_offset (LAB_PORT_BASE) unless its [variant.<value>] sets one
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,11 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
         Value("tls13", "TLS 1.3 only (the service refuses 1.2), the lab's CA verified by the client",
               service_env=_frozen(LAB_TLS="1.3", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
               client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.3"}),
-              not_in_docker=_TLS_NOT_IN_DOCKER),
+              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=200),
         Value("tls12", "TLS 1.2 only (the service refuses 1.3), the lab's CA verified by the client",
               service_env=_frozen(LAB_TLS="1.2", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
               client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.2"}),
-              not_in_docker=_TLS_NOT_IN_DOCKER),
+              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=300),
     )),
 )}
 

@@ -81,8 +81,10 @@ def test_a_variant_keeps_its_own_manifest_fields():
 
 
 def test_no_two_subjects_share_a_fixed_port():
-    offsets = [i.fixed_port_offset for i in registry.discover()]
+    offsets = [i.fixed_port_offset for i in registry.every_variant()]  # those asked for (tls) included
     assert len(offsets) == len(set(offsets))
+    assert registry.variant("rest/go_nethttp+tls13").fixed_port_offset == 200 + registry.variant(
+        "rest/go_nethttp").fixed_port_offset
 
 
 def test_one_environment_for_native_and_docker(monkeypatch):
