@@ -47,7 +47,7 @@ class Value:
     capture: Mapping[str, Any] = field(default_factory=dict)       # what the wire capture must know
     requires: tuple[str, ...] = ()                                 # of the host: "root", "docker", "netns"
     not_in_docker: str = ""                                        # why Docker mode leaves it out ("": it runs there)
-    port_shift: int = 0        # added to the manifest's port_offset (LAB_PORT_BASE) unless its [variant.<value>] sets one
+    port_shift: int = 0   # added to the manifest's port_offset, unless its [variant.<value>] sets one
 
 
 @dataclass(frozen=True)

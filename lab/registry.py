@@ -360,10 +360,10 @@ def _implementation(path: Path, manifest: dict[str, Any], values: dict[str, str]
     variant = [v for a, v in values.items() if supported[a][0] != v]
     m = _with_variant(manifest, values)
     run, build, versions = m.get("run", {}), m.get("build", {}), m.get("versions", {})
-    own = any("port_offset" in manifest.get("variant", {}).get(v, {}) for v in values.values())
-    if run.get("port_offset") is not None and not own:  # a value's shift (lab/axes.py), e.g. tls13 +200
-        run = {**run, "port_offset": run["port_offset"] + sum(axes.VARIANT_AXES[a].value(v).port_shift
-                                                              for a, v in values.items())}
+    if run.get("port_offset") is not None:  # each value's shift (lab/axes.py, e.g. tls13 +200), unless it sets its own
+        run = {**run, "port_offset": run["port_offset"] + sum(
+            axes.VARIANT_AXES[a].value(v).port_shift for a, v in values.items()
+            if "port_offset" not in manifest.get("variant", {}).get(v, {}))}
     load = m.get("load", {})
     try:
         return Implementation(

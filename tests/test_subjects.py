@@ -85,6 +85,8 @@ def test_no_two_subjects_share_a_fixed_port():
     assert len(offsets) == len(set(offsets))
     assert registry.variant("rest/go_nethttp+tls13").fixed_port_offset == 200 + registry.variant(
         "rest/go_nethttp").fixed_port_offset
+    assert registry.variant("rest/python_flask+gthread+tls12").fixed_port_offset == 300 + registry.variant(
+        "rest/python_flask+gthread").fixed_port_offset
 
 
 def test_one_environment_for_native_and_docker(monkeypatch):
