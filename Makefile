@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: profile fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
+.PHONY: handshake profile fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -83,6 +83,12 @@ NETNS ?=
 capture: bootstrap
 	$(PY) -m capture $(if $(NETNS),--netns)
 	$(PY) -m capture.push
+
+# A new connection's setup apart: TCP, TLS 1.3 and 1.2 full and resumed, per language
+# (benchmarks/handshake.py; the tls variants of lab/axes.py). HANDSHAKE_ARGS, e.g. --connections 100
+HANDSHAKE_ARGS ?=
+handshake: bootstrap
+	$(PY) -m benchmarks.handshake $(HANDSHAKE_ARGS)
 
 # Concurrent load on Locust (load/): make load LOAD_ARGS="--impl rest/python_flask --clients 10 100"
 # (--workers N: a Locust master and N workers; --netns: each worker on a simulated host)

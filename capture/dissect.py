@@ -105,9 +105,13 @@ def _ws_frames(opcodes: str, masks: str, short: str, ext16: str, ext64: str) -> 
     return frames
 
 
-def dissect(path: str | Path, decode_as: Mapping[int, str]) -> dict[int, Layers]:
-    """Layers per frame number, for frames where tshark found any; decode_as: port -> dissector."""
+def dissect(path: str | Path, decode_as: Mapping[int, str], keylog: str | Path | None = None) -> dict[int, Layers]:
+    """Layers per frame number, for frames where tshark found any; decode_as: port -> dissector.
+    `keylog`: a TLS key log (SSLKEYLOGFILE's format, which the lab's Python clients write when it
+    is set) to decrypt TLS with; decode such a port as "tls", and the layers inside are found."""
     argv = [ensure_tshark(), "-n", "-r", str(path)]
+    if keylog is not None:
+        argv += ["-o", f"tls.keylog_file:{keylog}"]
     for port, proto in sorted(decode_as.items()):
         argv += ["-d", f"tcp.port=={int(port)},{proto}"]
     argv += ["-Y", "tcp.len > 0", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",

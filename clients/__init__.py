@@ -19,9 +19,10 @@ def connect(protocol: str, endpoint: str, **options: Any) -> GameClient:
     return protocol_descriptor(protocol).client_class()(endpoint, **options)
 
 
-def check_health(protocol: str, endpoint: str) -> None:
-    """Connect, make one health call (it reaches the database), close; raises if not healthy."""
-    client = connect(protocol, endpoint)
+def check_health(protocol: str, endpoint: str, **options: Any) -> None:
+    """Connect, make one health call (it reaches the database), close; raises if not healthy.
+    `options`: its client's keywords (a TLS subject's ca_file)."""
+    client = connect(protocol, endpoint, **options)
     try:
         client.health()
     finally:

@@ -28,12 +28,24 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
-class RequestsTransport:
-    """One kept-alive requests.Session; `session` is there for tests that watch it."""
+def trust_only(session: requests.Session, ca_file: str) -> None:
+    """`session` verifies every server against `ca_file` alone. requests lets the environment's
+    REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE override a session's own `verify`, so the session
+    reads nothing of the environment (proxies and .netrc neither: the lab's services are its own)."""
+    session.verify = ca_file
+    session.trust_env = False
 
-    def __init__(self, timeout: float):
+
+class RequestsTransport:
+    """One kept-alive requests.Session; `session` is there for tests that watch it.
+    `ca_file`: over TLS (an https:// URL), the CA the server's certificate must chain to
+    (the lab's own: lab/tls.py), in place of the system's."""
+
+    def __init__(self, timeout: float, ca_file: str | None = None):
         self.timeout = timeout
         self.session = requests.Session()
+        if ca_file:
+            trust_only(self.session, ca_file)
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> Reply:
         response = self.session.request(method, url, data=body, headers=headers or None, timeout=self.timeout)

@@ -81,6 +81,9 @@ PAYLOADS = {"http_body": "http", "websocket_data": "websocket"}
 # tshark's dissector for each transport (a WebSocket starts as an HTTP/1.1 upgrade).
 DISSECTOR = {"http": "http", "http2": "http2", "websocket": "http"}
 HERE = Path(__file__).resolve().parent
+# The secure scheme of each cleartext one: a TLS subject's endpoint (lab/axes.py, axis tls).
+# A bare host:port (gRPC) stays as it is: its client's `ca_file` option makes its channel secure.
+SECURE_SCHEMES = {"http": "https", "ws": "wss"}
 
 
 def _load(ref: str) -> Any:
@@ -180,6 +183,13 @@ class Protocol:
         if not self.crosscheck_plan:
             raise ValueError(f"{self.name}: no cross-check client ({self.no_crosscheck})")
         return _load(self.crosscheck_plan)
+
+
+def secure_endpoint(endpoint: str) -> str:
+    """The endpoint over TLS: "http://h:1/x" -> "https://h:1/x", "ws://..." -> "wss://...";
+    a bare host:port as it is."""
+    scheme, sep, rest = endpoint.partition("://")
+    return f"{SECURE_SCHEMES.get(scheme, scheme)}://{rest}" if sep else endpoint
 
 
 def _discover() -> dict[str, Protocol]:

@@ -46,6 +46,8 @@ class Value:
     client: Mapping[str, Any] = field(default_factory=dict)        # the protocol client's keyword options
     capture: Mapping[str, Any] = field(default_factory=dict)       # what the wire capture must know
     requires: tuple[str, ...] = ()                                 # of the host: "root", "docker", "netns"
+    not_in_docker: str = ""                                        # why Docker mode leaves it out ("": it runs there)
+    port_shift: int = 0   # added to the manifest's port_offset, unless its [variant.<value>] sets one
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,13 @@ def _frozen(**env: str) -> Mapping[str, str]:
     return MappingProxyType(dict(env))
 
 
+# Why Docker mode leaves the TLS subjects out (for now): their certificate and key are
+# made per run in a temporary directory of the lab's host (lab/tls.py), while compose.yaml
+# is generated once from the manifests and committed; mounting them would put a per-run
+# host path (and a key) into every container's definition. Measured natively only.
+_TLS_NOT_IN_DOCKER = ("the run's certificate and key are made at run time on this host (lab/tls.py) and "
+                      "compose.yaml, generated and committed, mounts no per-run file: TLS is measured natively")
+
 # The variant axes. A manifest's `[variants]` names, per axis, the values its
 # implementation supports, its base first.
 VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
@@ -77,6 +86,21 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
                          "holds a thread until its request is read",
               service_env=_frozen(LAB_WORKER_MODEL="gthread")),
     ), in_default_run=True),
+    # TLS on every protocol. The lab makes the run's CA and server certificate (lab/tls.py)
+    # and expands the placeholders: the service gets its certificate chain and key, the
+    # lab's client the CA it verifies against; the endpoint's scheme becomes the secure one
+    # (https://, wss://; a bare host:port's client makes its channel secure: clients/protocols.py, secure_endpoint).
+    Axis("tls", "TLS between the client and the service (the lab's own CA, made at run time)", (
+        Value("plain", "no TLS: cleartext TCP"),
+        Value("tls13", "TLS 1.3 only (the service refuses 1.2), the lab's CA verified by the client",
+              service_env=_frozen(LAB_TLS="1.3", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
+              client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.3"}),
+              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=200),
+        Value("tls12", "TLS 1.2 only (the service refuses 1.3), the lab's CA verified by the client",
+              service_env=_frozen(LAB_TLS="1.2", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
+              client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.2"}),
+              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=300),
+    )),
 )}
 
 

@@ -9,7 +9,14 @@ What a service gets, and nothing else of the lab's own environment:
 - the run's settings (RUN_SETTINGS): the lab's value when set, else the default
   here. Compose renders them as ${NAME:-default}, and the lab's Docker stack
   passes the values to docker-compose, so both modes read one table;
-- what its subject's variant sets (lab/axes.py, Value.service_env).
+- what its subject's variant sets (lab/axes.py, Value.service_env), the run's own
+  files put in place of the axis table's placeholders: a TLS subject's certificate
+  chain and key (LAB_TLS_CERT, LAB_TLS_KEY: lab/tls.py, made at run time for the
+  addresses it binds and is dialled at). Docker mode leaves such subjects out
+  (lab/axes.py, Value.not_in_docker, says why).
+
+The lab's client of a subject gets its options the same way (client_options: the
+CA file it verifies against).
 
 Natively a service also keeps the host's basics (PATH, HOME, locale: HOST_BASICS),
 which a container has from its image.
@@ -20,7 +27,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lab import settings
+from lab import settings, tls
 
 # The settings a service reads (services/common/*, services/*/*), forwarded from the
 # lab's environment; the default is the one the services themselves assume.
@@ -52,8 +59,14 @@ def service_environment(impl: Any, *, host: str, port: int | str, mongodb_uri: s
         "HOST": host, "PORT": str(port), "MONGODB_URI": mongodb_uri,
         "LAB_CONTRACT": f"{root}/contract/contract.json", "PYTHONPATH": root,
         **(run_settings() if settings_values is None else settings_values),
-        **impl.service_env(),
+        **tls.expand(impl.service_env(), hosts=(host, settings.dial_host())),
     }
+
+
+def client_options(impl: Any) -> dict[str, Any]:
+    """The options of the lab's client of `impl`: what its variant sets (lab/axes.py,
+    Value.client), the run's files in place of the placeholders (the CA to verify)."""
+    return tls.expand(impl.client_options())
 
 
 def native_environment(impl: Any, *, host: str, port: int, mongodb_uri: str) -> dict[str, str]:

@@ -64,6 +64,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from clients.protocols import secure_endpoint
 from lab import axes, settings
 from lab.settings import PROTOCOL_ORDER, ROOT
 
@@ -142,11 +143,22 @@ class Implementation:
         return env
 
     def client_options(self) -> dict[str, Any]:
-        """What its variant's values set on the protocol client (keyword options)."""
+        """What its variant's values set on the protocol client (keyword options), as the axis
+        table says them (a run's file as its placeholder: lab.environment.client_options expands it)."""
         options: dict[str, Any] = {}
         for axis, value in self.values:
             options.update(axes.VARIANT_AXES[axis].value(value).client)
         return options
+
+    @property
+    def secure(self) -> bool:
+        """Its variant puts TLS between the lab's client and it: its client verifies a CA."""
+        return "ca_file" in self.client_options()
+
+    @property
+    def not_in_docker(self) -> str:
+        """Why Docker mode leaves this subject out ("" when it runs there): its values' reasons."""
+        return "; ".join(dict.fromkeys(r for a, v in self.values if (r := axes.VARIANT_AXES[a].value(v).not_in_docker)))
 
     # --- placeholders, build and run ---------------------------------------------
 
@@ -232,7 +244,9 @@ class Implementation:
         return self.fixed_port_offset if self.fixed_port_offset is not None else 100 + position
 
     def endpoint_for(self, host: str, port: int) -> str:
-        return self.endpoint.format(host=host, port=port)
+        """Its endpoint at host:port; over TLS, with the secure scheme (https://, wss://)."""
+        endpoint = self.endpoint.format(host=host, port=port)
+        return secure_endpoint(endpoint) if self.secure else endpoint
 
     # --- what it ran with --------------------------------------------------------
 
@@ -346,6 +360,10 @@ def _implementation(path: Path, manifest: dict[str, Any], values: dict[str, str]
     variant = [v for a, v in values.items() if supported[a][0] != v]
     m = _with_variant(manifest, values)
     run, build, versions = m.get("run", {}), m.get("build", {}), m.get("versions", {})
+    if run.get("port_offset") is not None:  # each value's shift (lab/axes.py, e.g. tls13 +200), unless it sets its own
+        run = {**run, "port_offset": run["port_offset"] + sum(
+            axes.VARIANT_AXES[a].value(v).port_shift for a, v in values.items()
+            if "port_offset" not in manifest.get("variant", {}).get(v, {}))}
     load = m.get("load", {})
     try:
         return Implementation(

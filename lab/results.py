@@ -45,6 +45,7 @@ KINDS: dict[str, int] = {
     "study": 1,         # python -m benchmarks.study: results/study-*.json
     "executions": 1,    # python -m benchmarks.executions: results/executions-*.json
     "memory-reducer": 1,  # python -m benchmarks.memory_reducer: results/memory-reducer-*.json
+    "handshake": 1,     # python -m benchmarks.handshake: results/handshake-*.json
 }
 
 _NAME = re.compile(r"^protolab\.(?P<kind>[a-z0-9-]+)/(?P<version>[0-9]+)$")

@@ -11,6 +11,7 @@ from clients import connect
 from clients.base import GameClient
 from lab.axes import LOOPBACK, NetworkPath, Site, parse_subject
 from lab.database import Database
+from lab.environment import client_options
 from lab.processes import Process
 from lab.registry import Implementation
 from services.common.store import Store
@@ -42,7 +43,8 @@ class Lab:
         `options`: its protocol's client's own keywords."""
         if name == "direct":
             return connect("direct", self.database.uri)
-        return connect(self.implementation(name).protocol, self.endpoints[name], **options)
+        impl = self.implementation(name)
+        return connect(impl.protocol, self.endpoints[name], **{**client_options(impl), **options})
 
     def store(self) -> Store:
         """The lab's own access to the database (seeding, resets, checks of what is stored): not the

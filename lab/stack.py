@@ -22,7 +22,7 @@ from lab import settings
 from lab.axes import LOOPBACK, NetworkPath, Site
 from lab.build import build_all
 from lab.database import Database, database
-from lab.environment import native_environment
+from lab.environment import client_options, native_environment
 from lab.host import compose, dockerd
 from lab.processes import Process, ProcessFailed, free_ports, listens_on
 from lab.registry import Implementation, select
@@ -86,7 +86,7 @@ def _start_native(implementations: Sequence[Implementation], db: Database, logs:
 
         def ready(impl: Implementation, process: Process, endpoint: str, port: int) -> bool:
             # healthy, and on its own port: not another process answering there
-            check_health(impl.protocol, endpoint)  # raises until it answers
+            check_health(impl.protocol, endpoint, **client_options(impl))  # raises until it answers
             # psutil reads the lab's own network namespace: inside a path's, the health call says it all
             return where.namespaced or listens_on(process.pid, port)
         with ThreadPoolExecutor(max_workers=len(launched) or 1) as pool:

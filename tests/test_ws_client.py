@@ -65,5 +65,5 @@ def test_a_server_that_never_answers_the_handshake_times_the_connect_out():
 
 
 def test_only_ws_urls():
-    with pytest.raises(ValueError, match="not a ws:// URL"):
+    with pytest.raises(ValueError, match=r"not a ws:// or wss:// URL"):
         Connection("http://127.0.0.1:1/ws")

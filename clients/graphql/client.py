@@ -34,10 +34,11 @@ JSON = {"Content-Type": "application/json"}
 class GraphQLClient(OperationClient):
     protocol = "graphql"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None,
+                 ca_file: str | None = None):
         self.url = endpoint
         self.timeout = timeout
-        self.transport = transport or RequestsTransport(timeout)
+        self.transport = transport or RequestsTransport(timeout, ca_file)
         self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _post(self, op: str, body: bytes) -> Any:

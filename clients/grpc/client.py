@@ -16,15 +16,25 @@ SERVICE = "protolab.games.v1.Games"
 METHOD_OF = {"create": ("CreateGame", pb.Game), "update": ("UpdateGame", pb.Game)}
 
 
+def credentials(ca_file: str) -> grpc.ChannelCredentials:
+    """TLS that trusts the certificate authority in `ca_file` (PEM) alone."""
+    with open(ca_file, "rb") as pem:
+        return grpc.ssl_channel_credentials(root_certificates=pem.read())
+
+
 class GrpcClient:
     protocol = "grpc"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
         self.timeout = timeout
         # A local subchannel pool: by default grpcio shares one TCP connection
         # among all channels of a process to the same address, so a "new"
         # client would silently reuse another's connection (and its setup).
-        self.channel = grpc.insecure_channel(endpoint, options=[("grpc.use_local_subchannel_pool", 1)])
+        options = [("grpc.use_local_subchannel_pool", 1)]
+        # `ca_file`: a secure channel (TLS), the server's certificate verified against
+        # that CA (the lab's own: lab/tls.py); else cleartext (h2c).
+        self.channel = grpc.secure_channel(endpoint, credentials(ca_file), options=options) if ca_file \
+            else grpc.insecure_channel(endpoint, options=options)
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self.stub = GamesStub(self.channel)
 

@@ -18,10 +18,11 @@ JSON = {"Content-Type": "application/json"}
 class RestClient:
     protocol = "rest"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None,
+                 ca_file: str | None = None):
         self.base = endpoint.rstrip("/")
         self.timeout = timeout
-        self.transport = transport or RequestsTransport(timeout)
+        self.transport = transport or RequestsTransport(timeout, ca_file)
         self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _call(self, method: str, path: str, body: bytes | None = None,

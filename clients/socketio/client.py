@@ -12,9 +12,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import engineio
+import requests
 import socketio
 
 from clients.base import CALL_TIMEOUT, Event, OperationClient
+from clients.http import trust_only
 from clients.ws.client import PushStream
 from contract.codec import dumpb, dumps
 from contract.errors import ContractError, Unavailable, error_for
@@ -54,11 +56,18 @@ class SocketIOClient(OperationClient):
     # text frames with bytes.decode("utf-8"), which rejects invalid UTF-8 as well, in C.
     WEBSOCKET_OPTIONS = {"skip_utf8_validation": True}
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
         self.timeout = timeout
         url = urlsplit(endpoint)
+        # `ca_file`: over TLS (https:// -> wss://), the CA the server's certificate must
+        # chain to (the lab's: lab/tls.py); engine.io hands a session's `verify` path to
+        # websocket-client as its sslopt ca_certs.
+        session = None
+        if ca_file:
+            session = requests.Session()
+            trust_only(session, ca_file)
         self.sio = _InOrderClient(reconnection=False, handle_sigint=False, json=CODEC,
-                                  request_timeout=timeout,
+                                  request_timeout=timeout, http_session=session,
                                   websocket_extra_options=dict(self.WEBSOCKET_OPTIONS))
         # Push messages (broadcasts, feeds), in arrival order, with their size
         # as the event's JSON text ('42["push",...]').

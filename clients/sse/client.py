@@ -12,6 +12,7 @@ the CRUD suites skip SSE implementations (their manifests list the operations).
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
@@ -76,11 +77,15 @@ class EventStream:
 class SseClient:
     protocol = "sse"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, http2: bool = False):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, http2: bool = False,
+                 ca_file: str | None = None):
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
-        # HTTP/2 over cleartext is prior knowledge (h2c): http1 off, http2 on.
-        self.http = httpx.Client(http1=not http2, http2=http2,
+        # HTTP/2 over cleartext is prior knowledge (h2c): http1 off, http2 on; over TLS
+        # (https://) the same switches make ALPN offer "h2" alone, or "http/1.1" alone.
+        # `ca_file`: the CA the server's certificate must chain to (the lab's: lab/tls.py).
+        verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
+        self.http = httpx.Client(http1=not http2, http2=http2, verify=verify,
                                  timeout=httpx.Timeout(timeout, read=max(timeout, KEEPALIVE_SECONDS + 5)))
 
     def health(self) -> None:

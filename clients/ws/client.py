@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -31,6 +33,9 @@ def _reader_thread(target: Any) -> threading.Thread:
     return threading.Thread(target=target)
 
 
+CLOSE_JOIN_S = 5.0  # the reader thread's end, once its socket is shut down
+
+
 class Connection(Client):
     """simple-websocket's client connection, its connect and opening handshake
     bounded by `timeout` (the library takes none), then read by a blocking
@@ -41,20 +46,41 @@ class Connection(Client):
     another had set); every socket opened later without a timeout of its own
     then dropped its connection after 10 s idle."""
 
-    def __init__(self, url: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, url: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
         parts = urlsplit(url)
-        if parts.scheme != "ws" or not parts.hostname:
-            raise ValueError(f"not a ws:// URL: {url!r}")
-        self.host, self.port = parts.hostname, parts.port or 80
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError(f"not a ws:// or wss:// URL: {url!r}")
+        secure = parts.scheme == "wss"
+        self.host, self.port = parts.hostname, parts.port or (443 if secure else 80)
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.subprotocols, self.extra_headeers = [], []  # (sic) the names Client.handshake reads
         sock = socket.create_connection((self.host, self.port), timeout=timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if secure:  # TLS, verified against `ca_file` (the lab's CA: lab/tls.py), else the system's
+                context = ssl.create_default_context(cafile=ca_file)
+                context.set_alpn_protocols(["http/1.1"])
+                sock = context.wrap_socket(sock, server_hostname=self.host)  # the handshake, within `timeout`
             Base.__init__(self, sock, connection_type=ConnectionType.CLIENT, thread_class=_reader_thread)
         except BaseException:
             sock.close()
             raise
+
+    def close(self, reason: int | None = None, message: str | None = None) -> None:
+        """The close frame (the library's), then the socket shut down, which wakes the reader
+        thread's blocked recv(), and that thread ended, before the socket is closed. Closed
+        under the thread's feet (the library's close), a TLS socket's file descriptor was
+        freed while OpenSSL, in the reader, still read its number: the next connection the
+        process opened got that number, and the old reader took the bytes of its TLS
+        handshake (WRONG_VERSION_NUMBER there, one run in three of tests/test_tls.py)."""
+        try:
+            Base.close(self, reason=reason, message=message)
+        finally:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+            if self.thread is not threading.current_thread():
+                self.thread.join(CLOSE_JOIN_S)
+            self.sock.close()
 
 
 def request_message(request_id: Any, op: str, params: dict[str, Any]) -> str:
@@ -65,11 +91,11 @@ def request_message(request_id: Any, op: str, params: dict[str, Any]) -> str:
 class WebSocketClient(OperationClient):
     protocol = "ws"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
         self.timeout = timeout
         self.ids = itertools.count(1)
         self.pushed: deque[tuple[dict[str, Any], int]] = deque()  # push messages received meanwhile
-        self.ws = Connection(endpoint, timeout)
+        self.ws = Connection(endpoint, timeout, ca_file)
 
     def _receive(self, timeout: float) -> tuple[dict[str, Any], int]:
         reply = self.ws.receive(timeout=timeout)

@@ -207,7 +207,7 @@ def _q(value: object) -> str:
 
 
 def render(implementations: Sequence[Implementation] | None = None) -> str:
-    impls = list(every_variant() if implementations is None else implementations)
+    impls = [i for i in (every_variant() if implementations is None else implementations) if not i.not_in_docker]
     mongo_interval = f"${{LAB_MONGO_HEALTH_INTERVAL:-{MONGO_HEALTH_INTERVAL}}}"
     out = [
         "# Generated from services/*/*/manifest.toml by `python -m lab.host.compose write`; do not edit.",
@@ -621,7 +621,7 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
     stale = stale_reason()
     if stale:
         raise SystemExit(f"{stale}; regenerate it with: python -m lab.host.compose write")
-    implementations = select(names)
+    implementations = docker_subjects(select(names), named=names is not None)
     reason = dockerd.docker_unavailable_reason()
     if reason:
         raise SystemExit(f"LAB_MODE=docker: Docker cannot run here: {reason}")
@@ -662,6 +662,21 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
     finally:
         if not kept:
             _stop_daemon(d)
+
+
+def docker_subjects(implementations: Sequence[Implementation], named: bool) -> list[Implementation]:
+    """Those Docker mode runs: a subject whose variant it leaves out (lab/axes.py,
+    Value.not_in_docker: TLS's run-time certificate) stops the run when named, and is
+    left out with the reason printed when the run only discovered it (LAB_VARIANTS)."""
+    out = []
+    for impl in implementations:
+        if not impl.not_in_docker:
+            out.append(impl)
+        elif named:
+            raise SystemExit(f"LAB_MODE=docker: {impl.name} is not run in Docker mode: {impl.not_in_docker}")
+        else:
+            print(f"protolab: {impl.name}@docker left out: {impl.not_in_docker}", flush=True)
+    return out
 
 
 def _answers(impl: Implementation, endpoint: str) -> bool:

@@ -36,6 +36,7 @@ ONE_WORKER = {
              "test_faults.py", "test_netpath.py"),
     "fuzz": ("test_fuzz.py",),
     "profiling": ("test_profiling.py",),  # one profiling run (a module fixture) for all its tests
+    "tls": ("test_tls.py",),  # one lab of TLS subjects (a module fixture) for all its tests
 }
 
 

@@ -16,6 +16,8 @@ through LAB_WORKER_MODEL:
 
 import os
 
+from services.common import tls
+
 WORKER_MODELS = ("gevent", "gthread")
 worker_class = os.environ.get("LAB_WORKER_MODEL", "gevent")
 if worker_class not in WORKER_MODELS:
@@ -37,3 +39,17 @@ graceful_timeout = 5
 accesslog = None
 loglevel = os.environ.get("LOG_LEVEL", "warning")
 control_socket_disable = True  # gunicorn 27 otherwise shares one ~/.gunicorn socket between instances
+
+# TLS when the lab asks for it (lab/axes.py, axis tls; services/common/tls.py): the
+# certificate and key, and one context for the process with the one version asked for,
+# offering HTTP/1.1 by ALPN (as the Go and Node.js services). gunicorn's gthread worker
+# would otherwise make a context (and read the key) per connection, and a session
+# ticket (TLS 1.2 resumption) would find no key of the context that issued it.
+if tls.version() is not None:
+    certfile, keyfile = tls.files()
+    _contexts: list = []
+
+    def ssl_context(conf, default_ssl_context_factory):
+        if not _contexts:
+            _contexts.append(tls.pin(default_ssl_context_factory(), alpn=["http/1.1"]))
+        return _contexts[0]

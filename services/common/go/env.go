@@ -2,6 +2,7 @@ package common
 
 import (
 	"context"
+	"crypto/tls"
 	"log"
 	"net"
 	"os"
@@ -34,8 +35,20 @@ func Setup() (*Contract, *Store) {
 }
 
 // Listen opens the service's TCP listener on HOST:PORT (Go sets TCP_NODELAY
-// on every accepted connection by default).
-func Listen() net.Listener {
+// on every accepted connection by default): cleartext, or TLS when the lab
+// asks for it (TLSConfig), offering the ALPN protocols `alpn`. The one place a
+// Go service's listener is chosen; gRPC, whose library does its own TLS, takes
+// the plain listener of ListenTCP and TLSConfig's credentials.
+func Listen(alpn ...string) net.Listener {
+	listener := ListenTCP()
+	if config := TLSConfig(alpn...); config != nil {
+		return tls.NewListener(listener, config)
+	}
+	return listener
+}
+
+// ListenTCP opens the service's cleartext TCP listener on HOST:PORT.
+func ListenTCP() net.Listener {
 	listener, err := net.Listen("tcp", Address())
 	if err != nil {
 		log.Fatalf("cannot listen on %s: %v", Address(), err)

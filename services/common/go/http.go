@@ -2,13 +2,17 @@ package common
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
 )
 
 // ReadBody reads a request body under the contract's size limit, as
@@ -60,9 +64,28 @@ func HealthHandler(c *Contract, s *Store) http.HandlerFunc {
 
 // ServeHTTP serves handler on HOST:PORT with net/http until SIGTERM or
 // SIGINT (a goroutine per connection; HTTP/1.1, and h2c where the handler
-// offers it).
+// offers it). Over TLS (Listen) it offers HTTP/1.1 alone by ALPN, as in
+// cleartext.
 func ServeHTTP(handler http.Handler) {
+	serve(handler, "http/1.1")
+}
+
+// ServeHTTPAndH2 serves handler as ServeHTTP, and HTTP/2 besides: cleartext
+// HTTP/2 (h2c, prior knowledge or Upgrade) on a cleartext port, HTTP/2 by ALPN
+// ("h2") over TLS.
+func ServeHTTPAndH2(handler http.Handler) {
+	if TLSConfig() == nil {
+		handler = h2c.NewHandler(handler, &http2.Server{})
+	}
+	serve(handler, "h2", "http/1.1")
+}
+
+func serve(handler http.Handler, alpn ...string) {
 	server := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+	if TLSConfig() != nil && !slices.Contains(alpn, "h2") {
+		// net/http takes "h2" from ALPN on its own unless told it serves nothing of HTTP/2
+		server.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
 	ctx, stop := Stopping()
 	defer stop()
 	go func() {
@@ -71,7 +94,7 @@ func ServeHTTP(handler http.Handler) {
 		defer cancel()
 		_ = server.Shutdown(shutdown)
 	}()
-	if err := server.Serve(Listen()); err != http.ErrServerClosed {
+	if err := server.Serve(Listen(alpn...)); err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
 }

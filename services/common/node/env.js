@@ -1,5 +1,12 @@
 // What every implementation gets from the lab (services/README.md): HOST,
-// PORT, LAB_THREADS (the worker budget), and a clean stop on SIGTERM/SIGINT.
+// PORT, LAB_THREADS (the worker budget), TLS when the lab asks for it, and a
+// clean stop on SIGTERM/SIGINT.
+import { readFileSync } from 'node:fs';
+import { createServer as createHttp } from 'node:http';
+import { createSecureServer as createHttp2Secure } from 'node:http2';
+import { createServer as createHttps } from 'node:https';
+import tls from 'node:tls';
+
 export const HOST = process.env.HOST ?? '127.0.0.1';
 export const PORT = Number.parseInt(process.env.PORT ?? '8000', 10);
 // Node.js runs JavaScript on one event loop: the budget is recorded, not used
@@ -41,4 +48,55 @@ export const BACKLOG = 4096;
 /** Listens on HOST:PORT with the lab's backlog (a node:net, http or http2 server). */
 export function listen(server) {
   return server.listen({ host: HOST, port: PORT, backlog: BACKLOG });
+}
+
+// --- TLS (lab/axes.py, axis tls) --------------------------------------------
+// LAB_TLS=1.3 or 1.2: the one TLS version the service accepts (its minimum and
+// maximum), with LAB_TLS_CERT and LAB_TLS_KEY, the certificate chain and key
+// (PEM) the lab made for this run. Unset: cleartext. The process's defaults are
+// set too, so that a secure context made by a library (grpc-js) holds the same
+// version. The one place a Node.js service's listener is chosen.
+const TLS_VERSIONS = { 1.3: 'TLSv1.3', 1.2: 'TLSv1.2' };
+
+function tlsSettings() {
+  const want = process.env.LAB_TLS;
+  if (!want) return null;
+  const version = TLS_VERSIONS[want];
+  if (!version) {
+    console.error(`LAB_TLS=${want}: expected 1.3 or 1.2`);
+    process.exit(1);
+  }
+  tls.DEFAULT_MIN_VERSION = version;
+  tls.DEFAULT_MAX_VERSION = version;
+  return {
+    cert: readFileSync(process.env.LAB_TLS_CERT),
+    key: readFileSync(process.env.LAB_TLS_KEY),
+    minVersion: version,
+    maxVersion: version,
+  };
+}
+
+/** The TLS settings (cert, key, minVersion, maxVersion), or null: cleartext. */
+export const TLS = tlsSettings();
+
+/** Options of a TLS server offering the ALPN protocols `alpn`, or null when cleartext. */
+export function tlsOptions(alpn = ['http/1.1']) {
+  return TLS && { ...TLS, ALPNProtocols: alpn };
+}
+
+/** An HTTP/1.1 server: node:http's, or node:https's over TLS (HTTP/1.1 by ALPN). */
+export function createHttpServer(options, handler) {
+  return TLS ? createHttps({ ...options, ...tlsOptions() }, handler) : createHttp(options, handler);
+}
+
+/** HTTP/1.1 and HTTP/2 on one TLS port, chosen by ALPN (node:http2's secure server). */
+export function createHttpAndH2SecureServer(options, handler) {
+  return createHttp2Secure({ ...options, ...tlsOptions(['h2', 'http/1.1']), allowHTTP1: true }, handler);
+}
+
+/** grpc-js's server credentials: TLS (its own handshake) when the lab asks for it. */
+export function grpcServerCredentials(grpc) {
+  return TLS
+    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: TLS.cert, private_key: TLS.key }], false)
+    : grpc.ServerCredentials.createInsecure();
 }

@@ -9,7 +9,6 @@
 // request that never executed (parse, validation, variable coercion) answers
 // 400 without data, an executed one 200 with data.
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { GraphQLError, getOperationAST, parse as parseDocument } from 'graphql';
 import { createSchema, createYoga } from 'graphql-yoga';
@@ -17,7 +16,7 @@ import { readBody } from '../../common/node/body.js';
 import {
   ContractError, ERRORS, asContractError, checkResponseSize, invalid,
 } from '../../common/node/contract.js';
-import { HOST, PORT, noDelay, listen, onStop } from '../../common/node/env.js';
+import { HOST, PORT, createHttpServer, noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
 
@@ -231,7 +230,7 @@ async function health(res) {
   }
 }
 
-const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, (req, res) => {
+const server = noDelay(createHttpServer({ keepAliveTimeout: 75_000 }, (req, res) => {
   const path = req.url.split('?')[0];
   const route = `${req.method} ${path}`;
   let handled;

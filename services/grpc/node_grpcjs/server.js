@@ -18,7 +18,7 @@ import {
   ContractError, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
   MAX_REQUEST_BYTES, NULLABLE_BOOL, STR_LIST, asContractError, invalid,
 } from '../../common/node/contract.js';
-import { HOST, PORT, listen, onStop } from '../../common/node/env.js';
+import { HOST, PORT, grpcServerCredentials, listen, onStop } from '../../common/node/env.js';
 import { Store } from '../../common/node/store.js';
 import { checkWire } from './wire.js';
 
@@ -141,8 +141,9 @@ new ReflectionService(reflected).addToServer(server);
 
 // grpc-js's bindAsync listens with Node.js's default backlog (511) and takes
 // no other: the lab's own listener (env.js: listen, BACKLOG) hands each
-// accepted connection to the gRPC server.
-const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+// accepted connection to the gRPC server (which does the TLS handshake of the
+// tls variants itself: env.js, grpcServerCredentials).
+const injector = server.createConnectionInjector(grpcServerCredentials(grpc));
 const listener = net.createServer((socket) => {
   socket.setNoDelay(true);
   injector.injectConnection(socket);

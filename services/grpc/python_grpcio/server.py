@@ -29,6 +29,7 @@ from contract import games_pb2 as pb
 from contract.errors import ContractError, InvalidArgument
 from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES
 from contract.grpc_codec import game_to_message, message_to_game, unknown_field_numbers
+from services.common import tls
 from services.common.store import Store
 
 SERVICE = "protolab.games.v1.Games"
@@ -88,6 +89,15 @@ def handlers(store: Store) -> grpc.GenericRpcHandler:
     })
 
 
+def secure_credentials() -> grpc.ServerCredentials:
+    """The lab's certificate and key (services/common/tls.py) as grpcio's credentials. grpcio's
+    TLS is its core's (BoringSSL), which takes no version from Python: it negotiates TLS 1.3
+    with a client that offers it and would accept 1.2, so the manifest declares tls13 alone."""
+    cert, key = tls.files()
+    with open(cert, "rb") as chain, open(key, "rb") as private:
+        return grpc.ssl_server_credentials([(private.read(), chain.read())])
+
+
 def serve() -> None:
     threads = int(os.environ.get("LAB_THREADS", "4"))
     address = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ['PORT']}"
@@ -106,7 +116,9 @@ def serve() -> None:
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    if server.add_insecure_port(address) == 0:
+    port = (server.add_insecure_port(address) if tls.version() is None
+            else server.add_secure_port(address, secure_credentials()))
+    if port == 0:
         sys.exit(f"cannot listen on {address}")
     server.start()
     stop = threading.Event()

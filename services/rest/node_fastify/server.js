@@ -4,13 +4,14 @@ import { readBody } from '../../common/node/body.js';
 import {
   CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, checkUriSize, invalid, sized,
 } from '../../common/node/contract.js';
-import { BACKLOG, HOST, PORT, onStop } from '../../common/node/env.js';
+import { BACKLOG, HOST, PORT, onStop, tlsOptions } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
 
 const store = new Store();
 const app = Fastify({
   logger: false,
+  https: tlsOptions(), // node:https over TLS when the lab asks for it (env.js), else null: node:http
   keepAliveTimeout: 75_000, // as gunicorn's keepalive: a benchmark never reconnects between rounds
   // A long id is a malformed id (400), or past max_uri_bytes the contract's 414
   // (the hook below), never fastify's own error: above Node's 16 KiB of headers.

@@ -4,14 +4,13 @@
 // {"result": ...} or {"error": {"code", "message"}}. socket.io's own ack ids
 // take the place of request_id. An error never closes the connection; a
 // packet over max_frame_bytes does (socket.io's maxHttpBufferSize).
-import { createServer } from 'node:http';
 import { Server } from 'socket.io';
 import { Decoder, Encoder } from 'socket.io-parser';
 import {
   ContractError, MAX_FRAME_BYTES, asContractError, checkSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { healthHandler } from '../../common/node/health.js';
-import { noDelay, listen, onStop } from '../../common/node/env.js';
+import { createHttpServer, noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import {
   Opened, Raw, isObject, operations, perform, pushOperations,
@@ -87,7 +86,7 @@ async function handle(event, args, size, table) {
   return perform(table, request.op, Object.hasOwn(request, 'params') ? request.params : {});
 }
 
-const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, healthHandler(store)));
+const server = noDelay(createHttpServer({ keepAliveTimeout: 75_000 }, healthHandler(store)));
 
 const io = new Server(server, {
   transports: ['websocket'], maxHttpBufferSize: MAX_FRAME_BYTES, serveClient: false,

@@ -1,6 +1,7 @@
 // Server-Sent Events with net/http (contract/push.md): GET /events streams
 // a feed (`changes` or `synthetic`) as text/event-stream, over HTTP/1.1 and
-// cleartext HTTP/2 (h2c, golang.org/x/net/http2/h2c) on one port.
+// cleartext HTTP/2 (h2c, golang.org/x/net/http2/h2c) on one port; over TLS
+// (the tls variants) HTTP/1.1 and HTTP/2 by ALPN.
 package main
 
 import (
@@ -11,8 +12,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 
 	common "protolab/services/common/go"
 )
@@ -35,7 +34,7 @@ func main() {
 	mux.HandleFunc("GET /health", common.HealthHandler(contract, store))
 	mux.HandleFunc("GET "+push.SSEPath, s.events) // GET patterns take HEAD too
 	mux.HandleFunc("/", s.unrouted)
-	common.ServeHTTP(h2c.NewHandler(mux, &http2.Server{}))
+	common.ServeHTTPAndH2(mux)
 }
 
 func (s *service) fail(w http.ResponseWriter, err error) {

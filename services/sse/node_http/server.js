@@ -7,7 +7,7 @@ import { createServer as createHttp2 } from 'node:http2';
 import { createServer as createTcp } from 'node:net';
 import { Duplex } from 'node:stream';
 import { ContractError, asContractError, invalid } from '../../common/node/contract.js';
-import { listen, onStop } from '../../common/node/env.js';
+import { TLS, createHttpAndH2SecureServer, listen, onStop } from '../../common/node/env.js';
 import { dumps } from '../../common/node/json.js';
 import { PUSH, run, subscription } from '../../common/node/push.js';
 import { Store } from '../../common/node/store.js';
@@ -126,8 +126,9 @@ function replay(socket, first) {
   return stream;
 }
 
-// One port for both: a connection that opens with the HTTP/2 preface is h2c.
-const server = createTcp({ noDelay: true }, (socket) => {
+// One port for both: a connection that opens with the HTTP/2 preface is h2c;
+// over TLS (the tls variants), HTTP/2 or HTTP/1.1 as ALPN chose.
+const server = TLS ? createHttpAndH2SecureServer({}, handler) : createTcp({ noDelay: true }, (socket) => {
   socket.on('error', () => {});
   socket.once('data', (chunk) => {
     socket.pause();
@@ -141,6 +142,7 @@ const server = createTcp({ noDelay: true }, (socket) => {
     }
   });
 });
+if (TLS) server.on('connection', (socket) => socket.setNoDelay(true));
 listen(server);
 onStop(() => new Promise((resolve) => {
   server.close();

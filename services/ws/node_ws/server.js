@@ -2,13 +2,12 @@
 // Every request gets exactly one reply carrying its request_id; a bad request
 // gets an error reply and the connection stays open; a frame over
 // max_frame_bytes closes it (1009, from ws's own maxPayload).
-import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
 import {
   ContractError, JsonNumber, MAX_FRAME_BYTES, asContractError, checkSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { healthHandler } from '../../common/node/health.js';
-import { noDelay, listen, onStop } from '../../common/node/env.js';
+import { createHttpServer, noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import {
   Opened, Raw, isObject, operations, perform, pushOperations,
@@ -56,7 +55,7 @@ async function handle(message, size, table) {
   }
 }
 
-const server = noDelay(createServer({ keepAliveTimeout: 75_000 }, healthHandler(store)));
+const server = noDelay(createHttpServer({ keepAliveTimeout: 75_000 }, healthHandler(store)));
 
 const wss = new WebSocketServer({ server, path: '/ws', maxPayload: MAX_FRAME_BYTES });
 // A push message (ws-protocol.md): {"event", "feed"?, "id"?, "data"}.
