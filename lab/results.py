@@ -45,6 +45,7 @@ KINDS: dict[str, int] = {
     "study": 1,         # python -m benchmarks.study: results/study-*.json
     "executions": 1,    # python -m benchmarks.executions: results/executions-*.json
     "memory-reducer": 1,  # python -m benchmarks.memory_reducer: results/memory-reducer-*.json
+    "sweep": 1,         # python -m sweep: results/sweep/latest.json, sweep-*.json
 }
 
 _NAME = re.compile(r"^protolab\.(?P<kind>[a-z0-9-]+)/(?P<version>[0-9]+)$")
