@@ -41,7 +41,7 @@ def dial_host() -> str:
 
 
 def only() -> list[str]:
-    """LAB_ONLY: a comma list of subjects' implementations ("rest/go_nethttp,grpc/go_grpc"):
+    """LAB_ONLY: a comma list of subjects' implementations ("rest/go_nethttp,ws/go_gorilla"):
     the test and latency runs generate tests for these alone (empty: every one)."""
     return [n.strip() for n in os.environ.get("LAB_ONLY", "").split(",") if n.strip()]
 
