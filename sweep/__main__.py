@@ -90,7 +90,7 @@ def show_plan(groups: list[grid.Group], runs_dir: str) -> list[str]:
 def run_group(group: grid.Group, runs_dir: str, log_dir: Path) -> Path:
     """One run of the latency suite; the latency file it wrote. Its output goes to the terminal and
     to a log; it is stopped (by its process id) past its plan × RUN_TIMEOUT_FACTOR or on Ctrl-C."""
-    env = {**os.environ, **group.env(runs_dir)}
+    env = {**os.environ, **group.env(runs_dir), "PYTHONUNBUFFERED": "1"}  # its lines as they come
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{group.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.log"
     timeout = max(RUN_TIMEOUT_MIN_S, RUN_TIMEOUT_FACTOR * group.planned_seconds())
@@ -190,10 +190,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run or not groups:
             return 0
         started = time.monotonic()
-        files = []
+        files, failed = [], {}
         for group in groups:
-            files.append((group.name, run_group(group, runs_dir, out / "logs")))
+            try:
+                files.append((group.name, run_group(group, runs_dir, out / "logs")))
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:  # the other slices still run
+                failed[group.name] = str(exc)
+                print(f"sweep: [{group.name}] failed: {exc}", flush=True)
+        if not files:
+            print("sweep: no run wrote a latency file; nothing to write")
+            return 1
         context, data = build(files, args.variant_axis, [g.describe() for g in groups], started)
+        if failed:
+            context["sweep"]["failed"] = failed
     path = write(context, data, out)
     for line in summary(data):
         print(line)

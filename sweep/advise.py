@@ -24,7 +24,7 @@ from typing import Any
 
 from lab import results as lab_results
 from lab import settings
-from sweep import cells
+from sweep import cells, crossover
 
 UNLIMITED_MBIT = 10_000.0       # a path without a rate limit, for the distance
 COMPRESSION_MISMATCH = 5.0      # a cell of the other compression value is far away
@@ -82,25 +82,24 @@ def warnings(cells: list[dict[str, Any]], cell: dict[str, Any], conditions: dict
     """Plain words where the conditions leave the grid, or the cell used differs from them."""
     out = []
 
-    def outside(what: str, asked: float, measured: list[float], unit: str, fmt: str = "{:,g}") -> None:
+    def outside(what: str, asked: float, measured: list[float], unit: str) -> None:
         if not measured:
             return
         low, high = min(measured), max(measured)
         if asked > high * 1.0001 or asked < low * 0.9999:
-            out.append(f"{fmt.format(asked)} {unit} is outside the grid ({what} measured "
-                       f"{fmt.format(low)}–{fmt.format(high)} {unit}): the figures are the nearest cell's, and the "
-                       "order can change beyond the measured range")
+            out.append(f"{asked:,g} {unit} {what} is outside the grid (measured {low:,g}–{high:,g} {unit}): the "
+                       "figures are the nearest cell's, and the order can change beyond the measured range")
     if conditions.get("games") is not None:
-        outside("games per response", conditions["games"], [c["games"] for c in cells if c.get("games")], "games")
+        outside("per response", conditions["games"], [c["games"] for c in cells if c.get("games")], "games")
         if cell["games"] != conditions["games"]:
             out.append(f"{conditions['games']:,} games asked; the nearest measured cell has {cell['games']:,}")
     if conditions.get("bytes") is not None:
-        outside("payload", conditions["bytes"], [c["bytes"] for c in cells if c.get("bytes")], "bytes")
+        outside("per response", conditions["bytes"], [c["bytes"] for c in cells if c.get("bytes")], "bytes")
         if cell.get("bytes") != conditions["bytes"]:
             out.append(f"{conditions['bytes']:,} bytes asked; the nearest measured cell carries "
                        f"{cell.get('bytes') or '?':,} bytes ({cell['operation']})")
     rtt = conditions.get("rtt_ms", 0.0)
-    outside("round trip", rtt, [_rtt(c) for c in cells], "ms round trip")
+    outside("round trip", rtt, [_rtt(c) for c in cells], "ms")
     if abs(_rtt(cell) - rtt) > 1e-9:
         out.append(f"{rtt:g} ms round trip asked; the nearest measured cell has {_rtt(cell):g} ms")
     if conditions.get("mbit") is not None:
@@ -109,7 +108,7 @@ def warnings(cells: list[dict[str, Any]], cell: dict[str, Any], conditions: dict
             out.append(f"{conditions['mbit']:g} Mbit/s asked; no rate-limited path was measured: the figures are "
                        "from a link without a limit")
         else:
-            outside("rate", conditions["mbit"], rates, "Mbit/s")
+            outside("", conditions["mbit"], rates, "Mbit/s")
             if cell["link"].get("rate_mbit") != conditions["mbit"]:
                 have = f"{cell['link']['rate_mbit']:g} Mbit/s" if cell["link"].get("rate_mbit") else "no rate limit"
                 out.append(f"{conditions['mbit']:g} Mbit/s asked; the nearest measured cell has {have}")
@@ -146,12 +145,14 @@ def advise(sweep: dict[str, Any], conditions: dict[str, Any], languages: list[st
                 k: cell[k] for k in ("operation", "variant", "path", "games", "bytes", "cycles", "link")},
             "ranking": order, "pick": first, "source": cell["run"],
             "crossovers": [s["text"] for s in sweep.get("crossovers", []) if s["kind"] == "crossover"
-                           and {*s["implementations"]} <= set(order["subjects"])],
+                           and {*s["implementations"]} <= set(order["subjects"])
+                           and crossover.cell_key(cell) in s.get("cells", [])],
             "warnings": warnings(measured, cell, conditions, base, languages)}
 
 
 def describe_conditions(conditions: dict[str, Any]) -> str:
-    payload = (f"{conditions['games']:,} games per response" if conditions.get("games") is not None else
+    plural = "s" if conditions.get("games") != 1 else ""
+    payload = (f"{conditions['games']:,} game{plural} per response" if conditions.get("games") is not None else
                f"{conditions['bytes']:,} bytes per response" if conditions.get("bytes") is not None else "any payload")
     rate = f"{conditions['mbit']:g} Mbit/s" if conditions.get("mbit") else "no rate limit"
     compression = {None: "compression either way", True: "compression on", False: "compression off"}
@@ -167,7 +168,8 @@ def lines(answer: dict[str, Any]) -> list[str]:
     out = [f"conditions: {describe_conditions(answer['conditions'])}"
            + (f"; languages {', '.join(answer['languages'])}" if answer["languages"] else ""),
            f"nearest measured cell: {cell['operation']} | {cell['variant'] or 'base'} | {cell['path']}"
-           f" ({cell['games'] if cell['games'] is not None else '?'} games, {cell.get('bytes') or '?'} bytes; "
+           f" ({cell['games'] if cell['games'] is not None else '?'} game{'' if cell['games'] == 1 else 's'}, "
+           f"{cell.get('bytes') or '?'} bytes; "
            f"{cell['cycles']} cycles)",
            "ranking (99 % intervals of the paired ratio; '<' only where the interval excludes 1, '=' where it "
            f"cannot tell them apart): {order['chain']}"]

@@ -67,11 +67,26 @@ class Statement:
                            for p in self.points]}
 
 
+def _numeric(label: str) -> bool:
+    return label.replace(",", "").replace(".", "").isdigit()
+
+
+def with_unit(label: str, short: str) -> str:
+    """ "100 games", "1 game", "0 (loopback)": the unit after a number only."""
+    if not short or not _numeric(label):
+        return label
+    return f"{label} {'game' if label == '1' and short == 'games' else short}"
+
+
 def _at(points: Sequence[Point], unit: str, indexes: Iterable[int]) -> str:
     labels = [points[i].label for i in indexes]
     if not labels:
         return ""
-    return (", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0]) + f" {unit}"
+    if all(_numeric(label) for label in labels) and unit:   # "1, 10 and 100 games"
+        return (", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else with_unit(labels[0], unit)) \
+            + (f" {unit}" if len(labels) > 1 else "")
+    labels = [with_unit(label, unit) for label in labels]
+    return ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0]
 
 
 def crossover(a: str, b: str, points: Sequence[Point], unit: str = "", confidence: float = CONFIDENCE) -> Statement:
@@ -90,10 +105,10 @@ def crossover(a: str, b: str, points: Sequence[Point], unit: str = "", confidenc
             after = points[j].relation
             holds_on = all(points[k].relation == after for k in range(j, len(points)))
             middle = list(range(i + 1, j))
-            where = f"from {points[j].label} {short} on" if holds_on and j < len(points) - 1 else \
-                f"at {points[j].label} {short}"
+            where = f"from {with_unit(points[j].label, short)} on" if holds_on and j < len(points) - 1 else \
+                f"at {with_unit(points[j].label, short)}"
             text = (f"{name[after]} overtakes {other[after]} between {points[i].label} and {points[j].label} {unit}: "
-                    f"the {pct} interval of their ratio excludes 1 at {points[i].label} {short} "
+                    f"the {pct} interval of their ratio excludes 1 at {with_unit(points[i].label, short)} "
                     f"({a} ÷ {b} {points[i].text()}) and {where} ({points[j].text()})")
             if middle:
                 text += f"; inside the interval at {_at(points, short, middle)}"
@@ -139,6 +154,26 @@ def _link(cell: dict[str, Any]) -> dict[str, Any]:
 
 
 def lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = ()) -> list[Line]:
+    """Every line of two or more cells along each axis, each from the cells of one run (a cell
+    measured by two runs, loopback in the payload and the path slice, sits on each run's lines);
+    of two lines along the same axis with the same fixed coordinates, the one with more points."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for cell in cells:
+        runs.setdefault(cell.get("run", {}).get("file", ""), []).append(cell)
+    best: dict[tuple[str, str], Line] = {}
+    for members in runs.values():
+        for line in _lines(members, variants):
+            key = (line.axis, line.fixed)
+            if key not in best or len(line.cells) > len(best[key].cells):
+                best[key] = line
+    return list(best.values())
+
+
+def cell_key(cell: dict[str, Any]) -> str:
+    return f"{cell['operation']}|{cell['variant']}|{cell['path']}"
+
+
+def _lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = ()) -> list[Line]:
     """Every line of two or more cells along each axis.
 
     payload: same family (games per response; a sized row by its bytes), variant and path, ordered by
@@ -235,5 +270,6 @@ def statements(cells: Sequence[dict[str, Any]], variants: Sequence[str] = (),
                     continue
                 statement = crossover(label_of.get(a, a), label_of.get(b, b), points, line.unit, confidence)
                 out.append({"axis": line.axis, "line": line.fixed, "unit": line.unit,
-                            "implementations": [a, b], **statement.describe()})
+                            "implementations": [a, b], "cells": [cell_key(c) for c in line.cells],
+                            **statement.describe()})
     return out

@@ -27,6 +27,7 @@ is ~25 minutes; what a run took is in its result.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -314,12 +315,22 @@ def _operations(wanted: Sequence[str], notes: list[str]) -> tuple[str, ...]:
     return tuple(here)
 
 
+def path_unavailable(path: axes.NetworkPath) -> str | None:
+    """Why this host cannot run a path (None: it can): root, and the lab's module that sets paths up."""
+    if not path.veth:
+        return None
+    if os.geteuid() != 0:
+        return "a network path needs root (network namespaces, qdiscs)"
+    if importlib.util.find_spec("lab.host.netpath") is None:
+        return "this lab has no lab.host.netpath (the module that sets a network path up)"
+    return None
+
+
 def _paths(wanted: Sequence[str], notes: list[str]) -> tuple[str, ...]:
     out = []
     for name in wanted:
         path = axes.NetworkPath.parse(name)
-        why = None if not path.veth else ("a network path needs root (network namespaces, qdiscs)"
-                                          if os.geteuid() != 0 else None)
+        why = path_unavailable(path)
         if why:
             notes.append(f"{name}: {why}: left out")
         else:

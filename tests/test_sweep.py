@@ -329,7 +329,7 @@ def test_advise_1000_games_at_10_mbit_says_the_cell_it_used_differs(saved):
 def test_advise_warns_outside_the_grid_and_filters_languages(saved):
     answer = advise.advise(saved, {"games": 1, "rtt_ms": 500.0}, ["node", "cobol"])
     assert answer["cell"]["path"] == "rtt100ms"
-    assert any("500 ms round trip is outside the grid (round trip measured 0–100 ms round trip)" in w
+    assert any("500 ms round trip is outside the grid (measured 0–100 ms)" in w
                for w in answer["warnings"])
     assert any("no implementation in cobol" in w for w in answer["warnings"])
     assert answer["ranking"]["order"] == ["proto/node_x"]
