@@ -178,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     runs_dir = grid.results_dir()
     if args.from_files:
-        files = [("", Path(f)) for f in args.from_files]
+        files = [("", Path(f).resolve()) for f in args.from_files]
+        absent = [str(p) for _, p in files if not p.exists()]
+        if absent:
+            print(f"sweep: no such latency file: {', '.join(absent)}")
+            return 2
         context, data = build(files, args.variant_axis, [])
     else:
         groups = plan(args)

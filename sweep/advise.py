@@ -87,7 +87,8 @@ def warnings(cells: list[dict[str, Any]], cell: dict[str, Any], conditions: dict
             return
         low, high = min(measured), max(measured)
         if asked > high * 1.0001 or asked < low * 0.9999:
-            out.append(f"{asked:,g} {unit} {what} is outside the grid (measured {low:,g}–{high:,g} {unit}): the "
+            span = f"{low:,g}–{high:,g}" if high > low else f"only {low:,g}"
+            out.append(f"{asked:,g} {unit} {what} is outside the grid (measured {span} {unit}): the "
                        "figures are the nearest cell's, and the order can change beyond the measured range")
     if conditions.get("games") is not None:
         outside("per response", conditions["games"], [c["games"] for c in cells if c.get("games")], "games")

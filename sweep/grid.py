@@ -390,7 +390,8 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
         if not ops or (name == "compression" and not values):
             print(f"sweep: the {name} slice is empty here: " + "; ".join(notes), file=sys.stderr)
             continue
-        group = Group(name, ops, group_paths, values or ("",), slice_impls, cycles or MIN_CYCLES, variant_axis,
+        label = variant_axis if name == "compression" else name   # the variant slice by its axis' name
+        group = Group(label, ops, group_paths, values or ("",), slice_impls, cycles or MIN_CYCLES, variant_axis,
                       left_out=tuple(notes), costs=tuple(sorted(costs.items())))
         if cycles is None:
             scaled = scaled_cycles(group, SHARES[name] * BUDGET_S)
