@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FormatStrFormatter
 
 from report.figures import _svg
 from report.page import Bullets, Figure, Heading, Page, Para, Table
@@ -17,7 +18,7 @@ from studies.common import read_json
 from sweep import crossover
 from sweep.cells import chain_text
 
-AXIS_TITLES = {"payload": "Payload", "compression": "Compression", "rtt": "Round trip", "bandwidth": "Bandwidth"}
+AXIS_TITLES = {"payload": "Payload", "rtt": "Round trip", "bandwidth": "Bandwidth"}   # a variant axis: its name
 
 
 def _ratio(row: dict[str, Any] | None) -> str:
@@ -50,10 +51,13 @@ def figure(line: crossover.Line, stem: str) -> str:
     ax.set_xticks(xs, list(line.labels), fontsize=9)
     ax.set_xlabel(line.unit or line.axis)
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_ylabel("× direct (log scale), 99 % CI")
-    ax.set_title(f"{AXIS_TITLES.get(line.axis, line.axis)}: {line.fixed}", fontsize=10)
+    ax.set_title(f"{AXIS_TITLES.get(line.axis, line.axis.capitalize())}: {line.fixed}", fontsize=10, pad=30)
     ax.grid(axis="y", which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=min(4, len(entities)), frameon=False)
     return _svg(fig, stem)
 
 
@@ -75,11 +79,12 @@ def section(page: Page, results_dir: Path) -> list[str]:
         "subject of a cell was measured together, interleaved; each ratio is to `direct` on the same path, paired "
         "by cycle, with its 99 % interval; the ranking says '<' only where the interval of the two subjects' "
         "paired ratio excludes 1."))
-    lines = crossover.lines(cells, axis.get("values", []))
+    lines = crossover.lines(cells, axis.get("values", []), axis.get("name") or "compression")
     for i, line in enumerate(lines):
         entities = sorted({n for c in line.cells for n in c["subjects"]})
-        page.add(Heading(3, f"{AXIS_TITLES.get(line.axis, line.axis)}: {line.fixed}", f"sweep-{i}"))
-        page.add(Table(["implementation", *[f"{label} {line.unit}".strip() for label in line.labels]],
+        page.add(Heading(3, f"{AXIS_TITLES.get(line.axis, line.axis.capitalize())}: {line.fixed}", f"sweep-{i}"))
+        short = line.unit.split(" ")[0]
+        page.add(Table(["implementation", *[crossover.with_unit(label, short) for label in line.labels]],
                        [[name, *(_ratio(c["subjects"].get(name)) for c in line.cells)] for name in entities],
                        caption=f"× direct [99 % CI] against {line.unit or line.axis} ({line.fixed})",
                        anchor=f"sweep-table-{i}"))
@@ -89,12 +94,14 @@ def section(page: Page, results_dir: Path) -> list[str]:
         if said:
             page.add(Bullets([s["text"] for s in said]))
     page.add(Heading(3, "The implementation to pick, per cell", "sweep-pick"))
-    page.add(Table(["operation", axis.get("name") or "variant", "path", "cycles", "pick", "ranking (× direct)"],
-                   [[c["operation"], c["variant"] or "–", c["path"], str(c.get("cycles") or "–"), pick_text(c),
-                     chain_text(c)] for c in cells], caption="per cell: the first group of its ranking",
+    page.add(Table(["operation", axis.get("name") or "variant", "path", "run", "cycles", "pick", "ranking (× direct)"],
+                   [[c["operation"], c["variant"] or "–", c["path"], c.get("group") or Path(c["run"]["file"]).stem,
+                     str(c.get("cycles") or "–"), pick_text(c), chain_text(c)] for c in cells],
+                   caption="per cell (a cell two slices measured: once per run): the first group of its ranking",
                    anchor="sweep-pick-table"))
     crossings = [s for s in sweep["crossovers"] if s["kind"] == "crossover"]
     page.add(Heading(3, "Crossovers", "sweep-crossovers"))
-    page.add(Bullets([f"{AXIS_TITLES.get(s['axis'], s['axis'])} ({s['line']}): {s['text']}" for s in crossings]
+    page.add(Bullets([f"{AXIS_TITLES.get(s['axis'], s['axis'].capitalize())} ({s['line']}): {s['text']}"
+                      for s in crossings]
                      or ["No crossover the intervals support in the range measured."]))
     return [f"sweep: {s['text']}" for s in crossings]

@@ -143,7 +143,7 @@ def build(files: list[tuple[str, Path]], variant_axis: str, groups: list[dict[st
         run = lab_results.read(path, "latency")
         shown = str(path.relative_to(settings.ROOT)) if path.is_relative_to(settings.ROOT) else str(path)
         all_cells += cells.cells_of(run, shown, variant_axis, values, group)
-    statements = crossover.statements(all_cells, values)
+    statements = crossover.statements(all_cells, values, variant_axis)
     context = host_context(sweep={
         "variant_axis": {"name": variant_axis, "values": list(values), "base": values[0] if values else "",
                          **({"absent": why} if why else {})},

@@ -126,7 +126,7 @@ def crossover(a: str, b: str, points: Sequence[Point], unit: str = "", confidenc
                 f"(inside the interval at {_at(points, short, inside)})")
         return Statement(a, b, "unsupported", " ".join(text.split()), (points[i].label, points[j].label),
                          tuple(points))
-    span = f"{points[0].label}–{points[-1].label} {unit}" if points else "nothing measured"
+    span = f"{points[0].label}–{points[-1].label} {unit}".strip() if points else "nothing measured"
     if held:
         relation = held[0][1]
         shown = _at(points, short, [i for i, _ in held])
@@ -142,7 +142,7 @@ def crossover(a: str, b: str, points: Sequence[Point], unit: str = "", confidenc
 
 @dataclass(frozen=True)
 class Line:
-    axis: str                      # "payload", "compression", "rtt", "bandwidth"
+    axis: str                      # "payload", the variant axis' name ("compression"), "rtt", "bandwidth"
     fixed: str                     # what the line's cells share: "fetch at identity on loopback"
     unit: str
     cells: tuple[dict[str, Any], ...]   # in the axis' order
@@ -153,7 +153,8 @@ def _link(cell: dict[str, Any]) -> dict[str, Any]:
     return cell["link"]
 
 
-def lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = ()) -> list[Line]:
+def lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = (),
+          variant_axis: str = "compression") -> list[Line]:
     """Every line of two or more cells along each axis, each from the cells of one run (a cell
     measured by two runs, loopback in the payload and the path slice, sits on each run's lines);
     of two lines along the same axis with the same fixed coordinates, the one with more points."""
@@ -162,7 +163,7 @@ def lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = ()) -> list
         runs.setdefault(cell.get("run", {}).get("file", ""), []).append(cell)
     best: dict[tuple[str, str], Line] = {}
     for members in runs.values():
-        for line in _lines(members, variants):
+        for line in _lines(members, variants, variant_axis):
             key = (line.axis, line.fixed)
             if key not in best or len(line.cells) > len(best[key].cells):
                 best[key] = line
@@ -173,11 +174,12 @@ def cell_key(cell: dict[str, Any]) -> str:
     return f"{cell['operation']}|{cell['variant']}|{cell['path']}"
 
 
-def _lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = ()) -> list[Line]:
+def _lines(cells: Sequence[dict[str, Any]], variants: Sequence[str], variant_axis: str) -> list[Line]:
     """Every line of two or more cells along each axis.
 
     payload: same family (games per response; a sized row by its bytes), variant and path, ordered by
-    games (else bytes); compression: same operation and path, in the axis' order of values; rtt: same
+    games (else bytes); the variant axis (compression): same operation and path, in the axis' order of
+    values; rtt: same
     operation and variant, paths without a rate or loss, by round trip (loopback before a bare veth);
     bandwidth: same operation and variant, paths without added round trip or loss, fastest first."""
     order = {v: i for i, v in enumerate(variants)}
@@ -203,7 +205,7 @@ def _lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = ()) -> lis
     for (operation, path), members in grouped(lambda c: (c["operation"], c["path"]), lambda c: True).items():
         members.sort(key=lambda c: order.get(c["variant"], 99))
         if len({c["variant"] for c in members}) > 1:
-            out.append(Line("compression", f"{operation} on {path}", "", tuple(members),
+            out.append(Line(variant_axis, f"{operation} on {path}", "", tuple(members),
                             tuple(c["variant"] or "base" for c in members)))
     for (operation, variant), members in grouped(
             lambda c: (c["operation"], c["variant"]),
@@ -252,12 +254,12 @@ def pair_at(cell: dict[str, Any], a: str, b: str) -> Point | None:
     return None
 
 
-def statements(cells: Sequence[dict[str, Any]], variants: Sequence[str] = (),
+def statements(cells: Sequence[dict[str, Any]], variants: Sequence[str] = (), variant_axis: str = "compression",
                confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
     """Per line, per pair of entities measured at two or more of its points: the statement."""
     label_of = names(cells)
     out = []
-    for line in lines(cells, variants):
+    for line in lines(cells, variants, variant_axis):
         entities = sorted({impl for cell in line.cells for impl in cell["subjects"]})
         for i, a in enumerate(entities):
             for b in entities[i + 1:]:
