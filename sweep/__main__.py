@@ -62,7 +62,7 @@ def split(text: str | None) -> list[str] | None:
 
 def plan(args: argparse.Namespace) -> list[grid.Group]:
     return grid.grid(args.grid, args.axis or ("payload", "compression", "path"), split(args.impl), args.cycles,
-                     split(args.operations), split(args.paths), args.variant_axis, check_host=not args.dry_run)
+                     split(args.operations), split(args.paths), args.variant_axis)
 
 
 def show_plan(groups: list[grid.Group], runs_dir: str) -> list[str]:
@@ -83,7 +83,7 @@ def show_plan(groups: list[grid.Group], runs_dir: str) -> list[str]:
         lines.append("    " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " "
                      + " ".join(shlex.quote(part) for part in group.command()))
     lines.append(f"planned: {total / 60:.1f} min in {len(groups)} runs (the default grid's budget: "
-                 f"{grid.BUDGET_S / 60:.0f} min)")
+                 f"{grid.BUDGET_S / 60:.0f} min; the full grid's: {grid.FULL_BUDGET_S / 3600:.0f} h)")
     return lines
 
 

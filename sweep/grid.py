@@ -49,6 +49,7 @@ FULL_PATHS = ("loopback", "veth", "rtt1ms", "rtt20ms", "rtt100ms", "100mbit", "1
 SIZES = ("smallest", "p10", "median", "p90", "largest")   # the workload table's sized rows: insert:<size> ...
 
 BUDGET_S = 30 * 60          # the default grid must fit this (module docstring of sweep/)
+FULL_BUDGET_S = 3 * 60 * 60  # the full grid's cycles are planned for this
 MIN_CYCLES = 20
 MAX_CYCLES = 400
 SETTLE_CYCLES = 10
@@ -143,17 +144,20 @@ DEFAULT_COST = Cost()
 
 
 def calibration(directory: Any = None) -> tuple[dict[str, Cost], str]:
-    """Each implementation's cost on loopback, fitted through its medians in the newest saved latency
-    run (results/benchmarks/native-latest.json, else the newest run in results/sweep/runs/) at the
-    smallest and the largest payload it has; and which file it came from ("" when none)."""
+    """Each implementation's cost on loopback, fitted through its medians at the smallest and the
+    largest payload of the newest saved latency run that has it (results/benchmarks/native-latest.json
+    first, then results/sweep/runs/ newest first); and the files it came from ("" when none)."""
     from pathlib import Path
 
     from lab import results as lab_results
 
     root = Path(directory) if directory is not None else settings.RESULTS
     candidates = [root / "benchmarks" / "native-latest.json",
-                  *sorted((root / "sweep" / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)]
-    for path in candidates:
+                  *sorted((p for p in (root / "sweep" / "runs").glob("*.json") if not p.name.endswith("-latest.json")),
+                          key=lambda p: p.stat().st_mtime, reverse=True)]
+    costs: dict[str, Cost] = {}
+    used: list[str] = []
+    for path in candidates:   # the newest first; each implementation from the newest run that has it
         try:
             run = lab_results.read(path, "latency")
         except (OSError, ValueError):
@@ -164,18 +168,18 @@ def calibration(directory: Any = None) -> tuple[dict[str, Cost], str]:
             if size is None or operation.startswith("insert"):
                 continue
             for subject, row in rows.items():
-                if "@" in subject or not row.get("median"):
+                name = subject.split("+")[0]
+                if "@" in subject or not row.get("median") or name in costs:
                     continue
-                points.setdefault(subject.split("+")[0], []).append((size, row["median"] / 1e6))
-        costs = {}
+                points.setdefault(name, []).append((size, row["median"] / 1e6))
         for name, found in points.items():
             found.sort()
             (s0, t0), (s1, t1) = found[0], found[-1]
             per_byte = max(0.0, (t1 - t0) / (s1 - s0)) if s1 > s0 else PER_BYTE_S
             costs[name] = Cost(max(t0 - per_byte * s0, 50e-6), per_byte)
-        if costs:
-            return costs, str(path)
-    return {}, ""
+        if points:
+            used.append(str(path))
+    return costs, ", ".join(used)
 
 
 def call_seconds(operation: str, path: str, compressed: bool = False, cost: Cost = DEFAULT_COST) -> float:
@@ -387,6 +391,9 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
             notes += [f"{i}: left out of the {name} slice: planned at {slow[i]:.1f} s a call at its largest payload "
                       f"(over the default grid's {CALL_LIMIT_S:g} s; --impl or --grid full keeps it)"
                       for i in impls if i not in slice_impls]
+        if name == "path" and len(group_paths) < 2:
+            notes.append(f"the path slice needs two paths or more; here only {', '.join(group_paths) or 'none'}")
+            ops = ()
         if not ops or (name == "compression" and not values):
             print(f"sweep: the {name} slice is empty here: " + "; ".join(notes), file=sys.stderr)
             continue
@@ -394,7 +401,7 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
         group = Group(label, ops, group_paths, values or ("",), slice_impls, cycles or MIN_CYCLES, variant_axis,
                       left_out=tuple(notes), costs=tuple(sorted(costs.items())))
         if cycles is None:
-            scaled = scaled_cycles(group, SHARES[name] * BUDGET_S)
+            scaled = scaled_cycles(group, SHARES[name] * (FULL_BUDGET_S if full else BUDGET_S))
             group = Group(**{**group.__dict__, "cycles": scaled,
                              "settle_cycles": max(2, min(SETTLE_CYCLES, scaled // 20))})
         out.append(group)

@@ -6,6 +6,7 @@ Nothing here is timed: the latency runs are synthetic."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -369,3 +370,27 @@ def test_the_variant_axis_values_are_read_from_the_axis_table():
     assert values == ("gevent", "gthread") and why is None
     assert grid.variant_values("nonesuch")[1].startswith("lab/axes.py has no 'nonesuch' axis")
     assert isinstance(axes.VARIANT_AXES["workers"].values[0].service_env, MappingProxyType)
+
+
+def test_a_path_slice_this_host_cannot_shape_is_left_out_saying_why(monkeypatch, merged_lab):
+    monkeypatch.setattr(grid, "path_unavailable", lambda path: "no namespaces here" if path.veth else None)
+    assert grid.grid(axes_wanted=("path",), costs={}) == []
+    monkeypatch.setattr(grid, "path_unavailable", lambda path: "no loss here" if path.loss_pct else None)
+    (group,) = grid.grid(axes_wanted=("path",), costs={}, paths=["loopback", "rtt20ms", "loss1pct"])
+    assert group.paths == ("loopback", "rtt20ms") and group.left_out == ("loss1pct: no loss here: left out",)
+
+
+def test_the_calibration_takes_each_implementation_from_the_newest_run_that_has_it(tmp_path):
+    runs = tmp_path / "sweep" / "runs"
+    runs.mkdir(parents=True)
+    older = synthetic_run(payload_truth())
+    newer = synthetic_run({k: {s: t / 2 for s, t in v.items() if s != "proto/node_x"}
+                           for k, v in payload_truth().items()})
+    (runs / "native-1.json").write_text(json.dumps(older))
+    (runs / "native-2.json").write_text(json.dumps(newer))
+    os.utime(runs / "native-1.json", (1, 1))
+    costs, source = grid.calibration(tmp_path)
+    assert source == f"{runs / 'native-2.json'}, {runs / 'native-1.json'}"
+    # the machine's speed in the synthetic cycles is 1 to 1.3: within 30 %, and apart from the other run's
+    assert costs["rest/go_nethttp"].at(1349) == pytest.approx(200e-6, rel=0.3)   # the newer run's, halved
+    assert costs["proto/node_x"].at(1349) == pytest.approx(1250e-6, rel=0.3)     # only in the older one
