@@ -1,6 +1,6 @@
 """python -m sweep (make sweep): the latency suite over the grid (sweep/__init__.py).
 
-    python -m sweep                                  # the default grid (~25 minutes here; --dry-run says)
+    python -m sweep                                  # the default grid (~27 minutes planned; --dry-run says)
     python -m sweep --axis payload --cycles 50       # one slice
     python -m sweep --grid full                      # every implementation, more sizes and paths
     python -m sweep --dry-run                        # the cells, the commands and the time plan; runs nothing
@@ -139,15 +139,17 @@ def build(files: list[tuple[str, Path]], variant_axis: str, groups: list[dict[st
     """The sweep result's context and data from (group, latency file) pairs."""
     values, why = grid.variant_values(variant_axis)
     all_cells: list[dict[str, Any]] = []
+    contexts: dict[str, Any] = {}
     for group, path in files:
         run = lab_results.read(path, "latency")
         shown = str(path.relative_to(settings.ROOT)) if path.is_relative_to(settings.ROOT) else str(path)
         all_cells += cells.cells_of(run, shown, variant_axis, values, group)
+        contexts[shown] = run["context"]   # each run's own: database, implementations and versions, design, noise
     statements = crossover.statements(all_cells, values, variant_axis)
     context = host_context(sweep={
         "variant_axis": {"name": variant_axis, "values": list(values), "base": values[0] if values else "",
                          **({"absent": why} if why else {})},
-        "groups": groups, "runs": [str(p) for _, p in files],
+        "groups": groups, "runs": list(contexts), "run_contexts": contexts,
         **({"seconds": round(time.monotonic() - started)} if started is not None else {})})
     return context, {"cells": all_cells, "crossovers": statements}
 

@@ -198,7 +198,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="protolab advise", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     payload = p.add_mutually_exclusive_group()
-    payload.add_argument("--games", type=int, help="typical games per response")
+    payload.add_argument("--games", type=int, help="typical games per response (default: 1)")
     payload.add_argument("--bytes", type=int, help="typical response size in bytes")
     p.add_argument("--rtt-ms", type=float, default=0.0, help="round trip between client and server (default 0)")
     p.add_argument("--mbit", type=float, help="the link's rate, Mbit/s (default: no limit)")

@@ -22,7 +22,7 @@ an idle spell), the rate per direction. The cycles of a group are its time
 share ÷ a cycle's planned time, between MIN_CYCLES and the cap; start-up,
 warm-up (at most WARMUP_MAX_S a subject) and SETTLE_CYCLES untimed cycles
 are added to the plan. The default grid's plan (`python -m sweep --dry-run`)
-is ~25 minutes; what a run took is in its result.
+is ~27 minutes with its defaults; what a run took is in its result.
 """
 
 from __future__ import annotations
