@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: handshake profile fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
+.PHONY: handshake sweep profile fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -101,6 +101,13 @@ load: bootstrap
 LOAD_UI_ARGS ?=
 load-ui: bootstrap
 	$(PY) -m load.ui $(LOAD_UI_ARGS)
+
+# The latency suite over a grid of cells: payload x compression x network path, the crossovers
+# with their intervals (sweep/; results/sweep/latest.json; protolab advise reads it).
+# make sweep SWEEP_ARGS="--axis payload --cycles 50"; "--dry-run": the cells and commands only.
+SWEEP_ARGS ?=
+sweep: bootstrap
+	$(PY) -m sweep $(SWEEP_ARGS)
 
 # One page from the saved results: results/report.html (self-contained) and results/report.md.
 report: $(STAMP)

@@ -7,6 +7,8 @@ raw results with their context in results/benchmarks/."""
 from __future__ import annotations
 
 import datetime
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -260,10 +262,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     data = {"results": results, "rankings": rankings, "site_rankings": site_rankings, "comparisons": compared}
     if len(sites.labs) == 1:  # one site: its file's key and context say where; the names are the plain ones
         data = without_suffix(data, next(iter(sites.labs)).suffix)
-    path = lab_results.write("latency", key, context, data, settings.RESULTS / "benchmarks", latest=complete)
-    write(f"raw results: {path.relative_to(settings.ROOT)}")
+    path = lab_results.write("latency", key, context, data, results_dir(), latest=complete)
+    write(f"raw results: {path.relative_to(settings.ROOT) if path.is_relative_to(settings.ROOT) else path}")
     if not complete:  # a -k selection must not replace the complete run that reports and comparisons read
         write(f"partial run: {key}-latest.json (read by lab.stats.compare and make report) left as it was")
+
+
+def results_dir() -> Path:
+    """Where the run's latency files go: LAB_BENCH_RESULTS, by default results/benchmarks/ (a sweep's
+    runs go to results/sweep/runs/, so that no slice of a grid replaces the complete run there)."""
+    return Path(os.environ.get("LAB_BENCH_RESULTS") or settings.RESULTS / "benchmarks")
 
 
 def without_suffix(value: Any, suffix: str) -> Any:

@@ -139,7 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("list", help="list the discovered implementations").set_defaults(
         run=list_implementations)
     commands.add_parser("load", add_help=False, help="concurrent load on Locust (make load; protolab load --help)")
+    commands.add_parser("advise", add_help=False,
+                        help="which protocol for given conditions, from the saved sweep (make sweep; "
+                             "protolab advise --help)")
     args, rest = parser.parse_known_args(argv)
+    if args.command == "advise":
+        # The sweep instrument sits above the lab, as load does: its own command line.
+        os.execv(sys.executable, [sys.executable, "-m", "sweep.advise", *rest])
     if args.command == "load":
         # The load instrument sits above the lab (imports point one way): its own
         # command line, in this process's place, with the arguments given after `load`.

@@ -46,6 +46,7 @@ KINDS: dict[str, int] = {
     "executions": 1,    # python -m benchmarks.executions: results/executions-*.json
     "memory-reducer": 1,  # python -m benchmarks.memory_reducer: results/memory-reducer-*.json
     "handshake": 1,     # python -m benchmarks.handshake: results/handshake-*.json
+    "sweep": 1,         # python -m sweep: results/sweep/latest.json, sweep-*.json
 }
 
 _NAME = re.compile(r"^protolab\.(?P<kind>[a-z0-9-]+)/(?P<version>[0-9]+)$")

@@ -17,6 +17,7 @@ from report import load as load_report
 from report import profiles as profiles_report
 from report import push as push_report
 from report import summary as run_summary
+from report import sweep as sweep_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
 from studies import STUDIES, Study
@@ -320,6 +321,7 @@ def build(inputs: Inputs, head: str, discovered: list[str] | None = None,
     rankings = load_report.section(page, inputs.results_dir)
     rankings += push_report.section(page, inputs.results_dir)
     rankings += profiles_report.section(page, inputs.results_dir)
+    rankings += sweep_report.section(page, inputs.results_dir)
     for study in studies:
         rankings += study.report().section(page, inputs)
     page.add(Heading(2, "Sources", "sources"),

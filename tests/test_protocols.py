@@ -256,7 +256,7 @@ def test_a_new_protocols_message_field_is_summed_without_a_change_to_capture(mon
 
 # The protocols' names as words (not "rest", an English word, nor "ws", the WebSocket transport's own).
 NAMED = re.compile(r"\b(" + "|".join(sorted(set(PROTOCOLS) - {"rest", "ws"})) + r")\b", re.IGNORECASE)
-INSTRUMENTS = ("lab", "benchmarks", "load", "capture", "fuzz", "report")  # and the lab's core
+INSTRUMENTS = ("lab", "benchmarks", "load", "capture", "fuzz", "sweep", "report")  # and the lab's core
 NEUTRAL = sorted(str(path.relative_to(settings.ROOT)) for folder in INSTRUMENTS
                  for path in (settings.ROOT / folder).rglob("*") if path.suffix in (".py", ".js")
                  and "node_modules" not in path.parts)
