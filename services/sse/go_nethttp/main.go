@@ -35,7 +35,7 @@ func main() {
 	mux.HandleFunc("GET /health", common.HealthHandler(contract, store))
 	mux.HandleFunc("GET "+push.SSEPath, s.events) // GET patterns take HEAD too
 	mux.HandleFunc("/", s.unrouted)
-	common.ServeHTTP(h2c.NewHandler(mux, &http2.Server{}))
+	common.ServeHTTP(h2c.NewHandler(common.Compressed(mux), &http2.Server{}))
 }
 
 func (s *service) fail(w http.ResponseWriter, err error) {
