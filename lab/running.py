@@ -38,11 +38,13 @@ class Lab:
         return next(i for i in self.implementations if i.name == name)
 
     def client(self, name: str, **options: Any) -> GameClient:
-        """A new client of `name` ("rest/python_flask", ... or "direct"), connected;
-        `options`: its protocol's client's own keywords."""
+        """A new client of `name` ("rest/python_flask", ... or "direct"), connected, with
+        what its variant sets on the client (lab/axes.py, Value.client: e.g. the compression
+        it asks for); `options`: its protocol's client's own keywords, over those."""
         if name == "direct":
             return connect("direct", self.database.uri)
-        return connect(self.implementation(name).protocol, self.endpoints[name], **options)
+        impl = self.implementation(name)
+        return connect(impl.protocol, self.endpoints[name], **{**impl.client_options(), **options})
 
     def store(self) -> Store:
         """The lab's own access to the database (seeding, resets, checks of what is stored): not the

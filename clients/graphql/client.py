@@ -34,10 +34,12 @@ JSON = {"Content-Type": "application/json"}
 class GraphQLClient(OperationClient):
     protocol = "graphql"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None,
+                 compression: str | None = None):
+        """`compression` (lab/axes.py): what the transport asks the server for (Accept-Encoding)."""
         self.url = endpoint
         self.timeout = timeout
-        self.transport = transport or RequestsTransport(timeout)
+        self.transport = transport or RequestsTransport(timeout, compression)
         self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _post(self, op: str, body: bytes) -> Any:

@@ -13,18 +13,25 @@ from contract.games_pb2_grpc import GamesStub
 from contract.grpc_codec import game_to_message, message_to_document
 
 SERVICE = "protolab.games.v1.Games"
+# The lab's compression axis (lab/axes.py): the channel's call compression. With gzip
+# every request goes out in gzip (grpc-encoding: gzip) and grpcio advertises, as it
+# always does, that it accepts gzip replies (grpc-accept-encoding); it decodes them.
+CHANNEL_COMPRESSION = {"identity": None, "gzip": grpc.Compression.Gzip}
 METHOD_OF = {"create": ("CreateGame", pb.Game), "update": ("UpdateGame", pb.Game)}
 
 
 class GrpcClient:
     protocol = "grpc"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, compression: str | None = None):
         self.timeout = timeout
+        if compression is not None and compression not in CHANNEL_COMPRESSION:
+            raise ValueError(f"compression {compression!r}: expected one of {', '.join(CHANNEL_COMPRESSION)}")
         # A local subchannel pool: by default grpcio shares one TCP connection
         # among all channels of a process to the same address, so a "new"
         # client would silently reuse another's connection (and its setup).
-        self.channel = grpc.insecure_channel(endpoint, options=[("grpc.use_local_subchannel_pool", 1)])
+        self.channel = grpc.insecure_channel(endpoint, options=[("grpc.use_local_subchannel_pool", 1)],
+                                             compression=CHANNEL_COMPRESSION.get(compression or "identity"))
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self.stub = GamesStub(self.channel)
 

@@ -17,6 +17,7 @@ from zeep.transports import Transport
 
 import contract
 from clients.base import CALL_TIMEOUT, Game
+from clients.http import accept_encoding
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
 
 # The contract's WSDL, printed from the SOAP service (services/soap/python_spyne/wsdl.py).
@@ -37,10 +38,15 @@ LIST_TIMEOUT_PER = 250  # games per call timeout in a list: 1,000 games wait 4 t
 class SoapClient:
     protocol = "soap"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, compression: str | None = None):
+        """`compression` (lab/axes.py): the Accept-Encoding zeep's requests session asks with
+        (it decodes gzip and deflate either way)."""
         self.endpoint = endpoint
         self.session = requests.Session()
         self.session.mount("http://", _NoDelay())
+        asked = accept_encoding(compression)
+        if asked is not None:
+            self.session.headers["Accept-Encoding"] = asked
         transport = Transport(session=self.session, timeout=timeout, operation_timeout=timeout)
         self.zeep = zeep.Client(str(WSDL), transport=transport)
         self.service = self.zeep.create_service("{urn:protolab:games}Games", endpoint)

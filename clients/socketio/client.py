@@ -54,7 +54,11 @@ class SocketIOClient(OperationClient):
     # text frames with bytes.decode("utf-8"), which rejects invalid UTF-8 as well, in C.
     WEBSOCKET_OPTIONS = {"skip_utf8_validation": True}
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, compression: str | None = None):
+        if compression not in (None, "identity"):
+            # services/socketio/*/manifest.toml leaves the compression axis out for this reason
+            raise ValueError(f"compression {compression!r}: python-socketio's WebSocket transport "
+                             "(websocket-client) cannot offer permessage-deflate")
         self.timeout = timeout
         url = urlsplit(endpoint)
         self.sio = _InOrderClient(reconnection=False, handle_sigint=False, json=CODEC,
