@@ -81,7 +81,7 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
          "the payload compressed by the protocol's own mechanism, negotiated the way its clients do it: "
          "HTTP's content coding (the client sends Accept-Encoding: gzip, the server answers with "
          "Content-Encoding: gzip, and only then), the message encoding of RPC over HTTP/2 "
-         "(grpc-encoding: gzip on the client's call, the server answering in kind), WebSocket's "
+         "(the client's call in gzip, its encoding header naming it, the server answering in kind), WebSocket's "
          "permessage-deflate extension (offered by the client's handshake, accepted in the server's "
          "Sec-WebSocket-Extensions). One value for every mechanism, `gzip`: each is DEFLATE (RFC 1951), "
          "in gzip's framing over HTTP and HTTP/2, raw with a sync flush per message over WebSocket "
