@@ -136,7 +136,10 @@ def lab() -> Iterator[Lab]:
     names = [n for i in COMPRESSED for n in (i.name, f"{i.name}+gzip")]
     with running_lab(names) as running:
         store = running.store()
-        dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+        try:
+            dataset.reset(store.games, dataset.fetch_games(), indexes=True)
+        finally:
+            store.close()
         yield running
 
 
@@ -410,3 +413,35 @@ def test_decode_reads_each_content_coding_requests_asks_for() -> None:
     assert decode(gz.compress(body) + gz.flush(), "gzip") == body
     with pytest.raises(ValueError, match="did not ask for"):
         decode(body, "br")
+
+
+# --- the load instrument's clients ask for it too --------------------------------------------------
+
+def test_a_load_plan_carries_the_variants_client_options() -> None:
+    from load.engine import Plan
+
+    plan = Plan("rest/go_nethttp+gzip", "rest", "http://127.0.0.1:1", client_options={"compression": "gzip"})
+    assert '"options": {"compression": "gzip"}' in plan.targets()
+    assert '"options"' not in Plan("rest/go_nethttp", "rest", "http://127.0.0.1:1").targets()
+
+
+@pytest.mark.parametrize("base", [n for n in ("rest/go_nethttp", "grpc/go_grpc", "ws/go_gorilla")
+                                  if n in {i.name for i in COMPRESSED}])
+def test_a_short_load_run_on_a_gzip_subject_answers_without_errors(lab: Lab, base: str) -> None:
+    """The Locust clients of a +gzip subject ask for gzip and decode it (a reply they could not
+    decode would be an error)."""
+    from lab.host import pinning
+    from load import runner
+    from load.common import prepare
+
+    impl = lab.implementation(f"{base}+gzip")
+    prepare(lab, "fetch-100")
+    settings = runner.Settings(warmup_s=0.5, steady_s=1.0, pinning=pinning.plan(True), operation="fetch-100")
+    row = runner.run(lab, impl, settings, model="closed", clients=4)
+    assert row["errors_total"] == {}, row["errors_total"]
+    assert row["ops_window"] > 0
+    store = lab.store()
+    try:
+        dataset.reset(store.games, dataset.fetch_games(), indexes=True)  # as the module's other tests expect
+    finally:
+        store.close()
