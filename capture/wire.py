@@ -238,7 +238,8 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         stack.callback(local.close_all)
         if link:
             workload: Workload | RemoteWorkload = RemoteWorkload(
-                link.exec_args(), {k: (protocols[k], lab.endpoints[k]) for k in ports}, ports)
+                link.exec_args(), {k: (protocols[k], lab.endpoints[k], lab.implementation(k).client_options())
+                                   for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
                                   marker_host=link.ns_addr, path=tmp / "services.pcapng")
             db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng")

@@ -104,7 +104,7 @@ class Workload:
 class RemoteWorkload:
     """A Workload in another process (e.g. inside a network namespace), same methods."""
 
-    def __init__(self, argv_prefix: list[str], endpoints: dict[str, tuple[str, str]],
+    def __init__(self, argv_prefix: list[str], endpoints: dict[str, tuple[Any, ...]],
                  ports: dict[str, int], timeout: float = 60.0):
         self.timeout = timeout
         self.proc = subprocess.Popen(
@@ -145,10 +145,13 @@ class RemoteWorkload:
 
 
 def _serve() -> None:
-    """Worker loop: first line {endpoints, ports}, then {method, args} per line."""
+    """Worker loop: first line {endpoints, ports}, then {method, args} per line. An endpoint
+    is [protocol, endpoint, options]: options, the client's keywords its variant sets
+    (lab/axes.py Value.client, e.g. the compression it asks for), may be left out."""
     setup = json.loads(sys.stdin.readline())
-    endpoints = {name: tuple(pe) for name, pe in setup["endpoints"].items()}
-    workload = Workload(lambda name: connect(*endpoints[name]), setup["ports"])
+    endpoints = {name: (pe[0], pe[1], pe[2] if len(pe) > 2 else {}) for name, pe in setup["endpoints"].items()}
+    workload = Workload(lambda name: connect(endpoints[name][0], endpoints[name][1], **endpoints[name][2]),
+                        setup["ports"])
     print(json.dumps({"result": None}), flush=True)
     try:
         for line in sys.stdin:

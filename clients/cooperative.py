@@ -3,27 +3,51 @@ geventhttpclient connection, the engine Locust's own FastHttpUser runs on,
 about half the client CPU of requests per call. It sends the header set
 requests sends (clients/http.py RequestsTransport), so a service receives the
 same request line, headers and body from the load instrument as from the
-latency suite. Import it only in a process gevent has patched."""
+latency suite. requests asks for gzip and deflate (Accept-Encoding), and a server
+may answer in either: they are decoded here as requests decodes them, so that the
+load instrument reads the same body. Import it only in a process gevent has patched."""
 
 from __future__ import annotations
 
+import zlib
 from urllib.parse import urlsplit
 
 import requests
 from geventhttpclient import HTTPClient
 
-from clients.http import Reply
+from clients.http import Reply, accept_encoding
 
 # What requests adds to every request (requests.utils.default_headers()), in its order.
 REQUESTS_HEADERS = dict(requests.utils.default_headers())
 
 
+
+
+def decode(body: bytes, encoding: str) -> bytes:
+    """A body in the content codings named by `encoding` (Content-Encoding: gzip, deflate
+    or none; applied in order, so decoded in reverse), as requests (urllib3) decodes it:
+    "deflate" as zlib's format, or raw DEFLATE from a server that sends it so."""
+    for coding in reversed([c.strip().lower() for c in encoding.split(",") if c.strip()]):
+        if coding in ("gzip", "x-gzip"):
+            body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            try:
+                body = zlib.decompress(body)
+            except zlib.error:
+                body = zlib.decompress(body, -zlib.MAX_WBITS)
+        elif coding != "identity":
+            raise ValueError(f"a reply in content coding {coding!r}, which this client did not ask for")
+    return body
+
+
 class GeventTransport:
-    def __init__(self, endpoint: str, timeout: float):
+    def __init__(self, endpoint: str, timeout: float, compression: str | None = None):
         parts = urlsplit(endpoint)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"not an http:// endpoint: {endpoint!r}")
-        self.client = HTTPClient(parts.hostname, parts.port or 80, headers=REQUESTS_HEADERS,
+        asked = accept_encoding(compression)
+        headers = REQUESTS_HEADERS if asked is None else {**REQUESTS_HEADERS, "Accept-Encoding": asked}
+        self.client = HTTPClient(parts.hostname, parts.port or 80, headers=headers,
                                  connection_timeout=timeout, network_timeout=timeout, concurrency=1)
         self.origin = f"{parts.scheme}://{parts.netloc}"
 
@@ -33,7 +57,8 @@ class GeventTransport:
         path = url[len(self.origin):] or "/"
         response = self.client.request(method, path, body=body or b"", headers=headers)
         try:
-            return Reply(response.status_code, response.read())
+            encoding = response.get("content-encoding") or ""
+            return Reply(response.status_code, decode(response.read(), encoding), encoding)
         finally:
             response.release()
 

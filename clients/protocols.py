@@ -32,7 +32,8 @@ What a descriptor says:
     error_spelling   that spelling in words, for the documentation and test messages
     messaging        True: one connection per client carries request and reply messages
                      (WebSocket, socket.io): a load user holds it for the whole run
-    load_client      "module:function" (endpoint, timeout) -> its client, made to cooperate with
+    load_client      "module:function" (endpoint, timeout, compression=None) -> its client (compression:
+                     its variant's, lab/axes.py), made to cooperate with
                      gevent for the Locust users (load/locustfile.py) that drive it: imported
                      only in a Locust process, which gevent has patched; or None with `no_load`
                      saying why
@@ -164,8 +165,9 @@ class Protocol:
     def fuzzer_function(self) -> Callable[..., Any]:
         return _load(self.fuzzer)
 
-    def load_connect(self) -> Callable[[str, float], Any]:
-        """(endpoint, timeout) -> its client for a Locust process (gevent's patching)."""
+    def load_connect(self) -> Callable[..., Any]:
+        """(endpoint, timeout, **its variant's client options) -> its client for a Locust process
+        (gevent's patching)."""
         if not self.load_client:
             raise ValueError(f"{self.name}: no load client ({self.no_load})")
         return _load(self.load_client)

@@ -101,6 +101,26 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
               client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.2"}),
               not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=300),
     )),
+    Axis("compression",
+         "the payload compressed by the protocol's own mechanism, negotiated the way its clients do it: "
+         "HTTP's content coding (the client sends Accept-Encoding: gzip, the server answers with "
+         "Content-Encoding: gzip, and only then), the message encoding of RPC over HTTP/2 "
+         "(the client's call in gzip, its encoding header naming it, the server answering in kind), WebSocket's "
+         "permessage-deflate extension (offered by the client's handshake, accepted in the server's "
+         "Sec-WebSocket-Extensions). One value for every mechanism, `gzip`: each is DEFLATE (RFC 1951), "
+         "in gzip's framing over HTTP and HTTP/2, raw with a sync flush per message over WebSocket "
+         "(RFC 7692), so one cell of a run compares the protocols compressed, and the value reads as "
+         "the subjects' suffix (rest/go_nethttp+gzip). Not measured by default: LAB_VARIANTS=compression",
+         (
+             Value("identity", "no compression: the server compresses nothing (its environment has no "
+                               "LAB_COMPRESSION); the clients as they are (requests' default "
+                               "Accept-Encoding: gzip, deflate stays, so the request's bytes do not change)"),
+             Value("gzip", "the client asks for gzip (or permessage-deflate) and decodes it; the server, "
+                           "with LAB_COMPRESSION=gzip, compresses what it was asked to",
+                   service_env=_frozen(LAB_COMPRESSION="gzip"),
+                   client=MappingProxyType({"compression": "gzip"}),
+                   capture=MappingProxyType({"compression": "gzip"})),
+         )),
 )}
 
 

@@ -35,6 +35,9 @@ The manifest (the same format for every language; services/README.md):
     server = "gunicorn (gthread)"     # (server, concurrency, operations, port_offset, [load], [bench])
     port_offset = 11
 
+    [unsupported]                     # optional: per axis its library cannot serve, why (printed
+    compression = "..."               # when a run asks for the axis and leaves this one out)
+
 A variant is a subject of its own, named "<implementation>+<value>"
 ("rest/python_flask+gthread"): the same folder and command, the values'
 environment (lab/axes.py) on the service. `discover()` expands every
@@ -128,6 +131,7 @@ class Implementation:
     base: str = ""
     values: tuple[tuple[str, str], ...] = ()
     supported: tuple[tuple[str, tuple[str, ...]], ...] = ()   # [variants]: axis -> its values
+    unsupported: tuple[tuple[str, str], ...] = ()   # [unsupported]: axis -> why its library cannot serve it
 
     @property
     def variant(self) -> tuple[str, ...]:
@@ -326,6 +330,10 @@ def _manifest(path: Path) -> dict[str, Any]:
             raise SystemExit(f"{path}: [variants] {axis} must list its values, the base first")
         for value in values:
             axes.VARIANT_AXES[axis].value(value)  # raises on an unknown value
+    for axis in manifest.get("unsupported", {}):
+        if axis not in axes.VARIANT_AXES or axis in supported:
+            raise SystemExit(f"{path}: [unsupported] names {axis!r}: not an axis of lab/axes.py, or one its "
+                             "[variants] declares")
     declared = {v for values in supported.values() for v in values}
     for value, table in manifest.get("variant", {}).items():
         if value not in declared:
@@ -383,7 +391,8 @@ def _implementation(path: Path, manifest: dict[str, Any], values: dict[str, str]
             tuned=m.get("tuned", ""), max_connections=load.get("max_connections"),
             holds_idle_connections=load.get("holds_idle_connections", True),
             base=base, values=tuple((a, values[a]) for a in axes.VARIANT_AXES if a in values),
-            supported=tuple((a, supported[a]) for a in axes.VARIANT_AXES if a in supported))
+            supported=tuple((a, supported[a]) for a in axes.VARIANT_AXES if a in supported),
+            unsupported=tuple((a, str(why)) for a, why in manifest.get("unsupported", {}).items()))
     except KeyError as exc:
         raise SystemExit(f"{path}: manifest lacks {exc}") from None
 
@@ -469,9 +478,10 @@ def discover(root: Path = SERVICES) -> list[Implementation]:
             axis = next(a for a, ax in axes.VARIANT_AXES.items() if value in {v.name for v in ax.values})
             supported = dict(impl.supported).get(axis, ())
             if value not in supported and value != axes.VARIANT_AXES[axis].values[0].name:
+                why = dict(impl.unsupported).get(axis)
                 _warn_once(f"protolab: {impl.name}+{value} left out: {impl.name} does not support "
-                           f"{axis}={value} (its manifest's [variants] {axis} lists "
-                           f"{', '.join(supported) or 'nothing'})")
+                           f"{axis}={value}" + (f": {why}" if why else f" (its manifest's [variants] {axis} "
+                                                                      f"lists {', '.join(supported) or 'nothing'})"))
     return out
 
 

@@ -39,8 +39,9 @@ class Lab:
         return next(i for i in self.implementations if i.name == name)
 
     def client(self, name: str, **options: Any) -> GameClient:
-        """A new client of `name` ("rest/python_flask", ... or "direct"), connected;
-        `options`: its protocol's client's own keywords."""
+        """A new client of `name` ("rest/python_flask", ... or "direct"), connected, with
+        what its variant sets on the client (lab/axes.py, Value.client: e.g. the compression
+        it asks for); `options`: its protocol's client's own keywords, over those."""
         if name == "direct":
             return connect("direct", self.database.uri)
         impl = self.implementation(name)

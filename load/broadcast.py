@@ -30,7 +30,7 @@ def run(lab: Lab, impl: Any, receivers: int, s: runner.Settings) -> dict[str, An
     connect_allowance = 10 + receivers / 50  # s: every receiver connected, on a loaded machine
     seconds = connect_allowance + (BROADCASTS + 2) * INTERVAL_MS / 1000
     plan = Plan(impl.name, impl.protocol, runner.endpoint(lab, impl, s), operation="broadcast",
-                users=receivers + 1, duration_s=seconds)
+                users=receivers + 1, duration_s=seconds, client_options=impl.client_options())
     if pins and pins.enabled:
         for pid in (lab.pids[impl.name], lab.database.pid):
             if pid:

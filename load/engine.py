@@ -49,6 +49,7 @@ class Plan:
     calls: int = 0
     timeout_s: float = 10.0
     connect_s: float = 10.0    # messaging: the window waits this long at most for every connection
+    client_options: dict[str, Any] = field(default_factory=dict)  # what its variant sets on the client (lab/axes.py)
 
     def argv(self, result: Path) -> list[str]:
         return ["--lab-impl", self.implementation, "--lab-operation", self.operation,
@@ -59,7 +60,10 @@ class Plan:
                 "--lab-result", str(result)]
 
     def targets(self) -> str:
-        return json.dumps({self.implementation: {"protocol": self.protocol, "endpoint": self.endpoint}})
+        target: dict[str, Any] = {"protocol": self.protocol, "endpoint": self.endpoint}
+        if self.client_options:
+            target["options"] = self.client_options
+        return json.dumps({self.implementation: target})
 
 
 def locust_command() -> list[str]:

@@ -110,7 +110,7 @@ def _targets_default() -> str:
 def _arguments(parser: Any) -> None:
     targets = json.loads(_targets_default())
     parser.add_argument("--lab-targets", default=_targets_default(), include_in_web_ui=False,
-                        help="JSON {implementation: {protocol, endpoint}} (default: $LAB_LOAD_TARGETS)")
+                        help="JSON {implementation: {protocol, endpoint, options?}} (default: $LAB_LOAD_TARGETS)")
     parser.add_argument("--lab-impl", default=next(iter(targets), ""), choices=sorted(targets) or None,
                         help="the implementation to drive")
     parser.add_argument("--lab-operation", default="fetch-one", choices=workload.NAMES,
@@ -301,6 +301,7 @@ class LabUser(User):
         target = _target(o)
         self.protocol = target["protocol"]
         self.endpoint = _dial(target["endpoint"])
+        self.client_options = target.get("options", {})  # its variant's (lab/axes.py), e.g. compression
         self.operation = workload.get(o.lab_operation)
         self.calls_left = o.lab_calls or None
         self.client: Any = None
@@ -311,7 +312,7 @@ class LabUser(User):
         t0 = time.perf_counter_ns()
         start_ns = time.time_ns()
         try:
-            self.client = CONNECT[self.protocol](self.endpoint, o.lab_timeout)
+            self.client = CONNECT[self.protocol](self.endpoint, o.lab_timeout, **self.client_options)
         except Exception as exc:  # counted, and tried again on the next call
             RECORDER.failed(self.environment, time.time_ns(), f"connect:{_kind(exc)}")
             self.client = None

@@ -113,7 +113,8 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     duration = (calls is None) * (warmup + steady + connect_allowance + SLACK_S)
     plan = Plan(impl.name, impl.protocol, endpoint(lab, impl, s), operation=s.operation, model=model,
                 users=clients, rate=rate or 0.0, warmup_s=warmup, steady_s=steady,
-                duration_s=duration or 0.0, calls=calls or 0, connect_s=max(1.0, connect_allowance))
+                duration_s=duration or 0.0, calls=calls or 0, connect_s=max(1.0, connect_allowance),
+                client_options=impl.client_options())
     pinning = s.pinning
     pids = {impl.name: lab.pids[impl.name]}
     if lab.database.pid:

@@ -36,7 +36,8 @@ def command(port: int, workers: int, master_port: int | None) -> list[str]:
 
 
 def targets(lab: Any) -> str:
-    return json.dumps({i.name: {"protocol": i.protocol, "endpoint": lab.endpoints[i.name]}
+    return json.dumps({i.name: {"protocol": i.protocol, "endpoint": lab.endpoints[i.name],
+                                **({"options": i.client_options()} if i.client_options() else {})}
                        for i in lab.implementations})
 
 

@@ -35,10 +35,12 @@ class GraphQLClient(OperationClient):
     protocol = "graphql"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None,
-                 ca_file: str | None = None):
+                 ca_file: str | None = None, compression: str | None = None):
+        """`ca_file`: the CA a TLS server must chain to (lab/tls.py); `compression` (lab/axes.py):
+        what the transport asks the server for (Accept-Encoding)."""
         self.url = endpoint
         self.timeout = timeout
-        self.transport = transport or RequestsTransport(timeout, ca_file)
+        self.transport = transport or RequestsTransport(timeout, ca_file, compression)
         self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _post(self, op: str, body: bytes) -> Any:

@@ -4,5 +4,5 @@ from clients.cooperative import GeventTransport
 from clients.graphql.client import GraphQLClient
 
 
-def connect(endpoint: str, timeout: float) -> GraphQLClient:
-    return GraphQLClient(endpoint, timeout, transport=GeventTransport(endpoint, timeout))
+def connect(endpoint: str, timeout: float, compression: str | None = None) -> GraphQLClient:
+    return GraphQLClient(endpoint, timeout, transport=GeventTransport(endpoint, timeout, compression))

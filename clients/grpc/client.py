@@ -13,6 +13,10 @@ from contract.games_pb2_grpc import GamesStub
 from contract.grpc_codec import game_to_message, message_to_document
 
 SERVICE = "protolab.games.v1.Games"
+# The lab's compression axis (lab/axes.py): the channel's call compression. With gzip
+# every request goes out in gzip (grpc-encoding: gzip) and grpcio advertises, as it
+# always does, that it accepts gzip replies (grpc-accept-encoding); it decodes them.
+CHANNEL_COMPRESSION = {"identity": None, "gzip": grpc.Compression.Gzip}
 METHOD_OF = {"create": ("CreateGame", pb.Game), "update": ("UpdateGame", pb.Game)}
 
 
@@ -25,16 +29,22 @@ def credentials(ca_file: str) -> grpc.ChannelCredentials:
 class GrpcClient:
     protocol = "grpc"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None,
+                 compression: str | None = None):
         self.timeout = timeout
+        if compression is not None and compression not in CHANNEL_COMPRESSION:
+            raise ValueError(f"compression {compression!r}: expected one of {', '.join(CHANNEL_COMPRESSION)}")
         # A local subchannel pool: by default grpcio shares one TCP connection
         # among all channels of a process to the same address, so a "new"
         # client would silently reuse another's connection (and its setup).
         options = [("grpc.use_local_subchannel_pool", 1)]
         # `ca_file`: a secure channel (TLS), the server's certificate verified against
-        # that CA (the lab's own: lab/tls.py); else cleartext (h2c).
-        self.channel = grpc.secure_channel(endpoint, credentials(ca_file), options=options) if ca_file \
-            else grpc.insecure_channel(endpoint, options=options)
+        # that CA (the lab's own: lab/tls.py); else cleartext (h2c). `compression`: the
+        # channel's calls in that encoding (grpc-encoding), the replies asked in kind.
+        algorithm = CHANNEL_COMPRESSION.get(compression or "identity")
+        self.channel = grpc.secure_channel(endpoint, credentials(ca_file), options=options,
+                                           compression=algorithm) if ca_file \
+            else grpc.insecure_channel(endpoint, options=options, compression=algorithm)
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self.stub = GamesStub(self.channel)
 

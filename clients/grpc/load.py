@@ -9,5 +9,5 @@ from clients.grpc.client import GrpcClient
 grpc.experimental.gevent.init_gevent()
 
 
-def connect(endpoint: str, timeout: float) -> GrpcClient:
-    return GrpcClient(endpoint, timeout)
+def connect(endpoint: str, timeout: float, compression: str | None = None) -> GrpcClient:
+    return GrpcClient(endpoint, timeout, compression=compression)

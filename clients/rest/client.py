@@ -19,10 +19,12 @@ class RestClient:
     protocol = "rest"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None,
-                 ca_file: str | None = None):
+                 ca_file: str | None = None, compression: str | None = None):
+        """`ca_file`: the CA a TLS server must chain to (lab/tls.py); `compression` (lab/axes.py):
+        what the transport asks the server for (Accept-Encoding)."""
         self.base = endpoint.rstrip("/")
         self.timeout = timeout
-        self.transport = transport or RequestsTransport(timeout, ca_file)
+        self.transport = transport or RequestsTransport(timeout, ca_file, compression)
         self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _call(self, method: str, path: str, body: bytes | None = None,

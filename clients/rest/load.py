@@ -4,5 +4,5 @@ from clients.cooperative import GeventTransport
 from clients.rest.client import RestClient
 
 
-def connect(endpoint: str, timeout: float) -> RestClient:
-    return RestClient(endpoint, timeout, transport=GeventTransport(endpoint, timeout))
+def connect(endpoint: str, timeout: float, compression: str | None = None) -> RestClient:
+    return RestClient(endpoint, timeout, transport=GeventTransport(endpoint, timeout, compression))

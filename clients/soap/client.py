@@ -17,7 +17,7 @@ from zeep.transports import Transport
 
 import contract
 from clients.base import CALL_TIMEOUT, Game
-from clients.http import trust_only
+from clients.http import accept_encoding, trust_only
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
 
 # The contract's WSDL, printed from the SOAP service (services/soap/python_spyne/wsdl.py).
@@ -38,13 +38,20 @@ LIST_TIMEOUT_PER = 250  # games per call timeout in a list: 1,000 games wait 4 t
 class SoapClient:
     protocol = "soap"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None,
+                 compression: str | None = None):
+        """`ca_file`: over TLS, the lab's CA (lab/tls.py) in place of the system's; `compression`
+        (lab/axes.py): the Accept-Encoding zeep's requests session asks with (it decodes gzip and
+        deflate either way)."""
         self.endpoint = endpoint
         self.session = requests.Session()
         self.session.mount("http://", _NoDelay())
         self.session.mount("https://", _NoDelay())
-        if ca_file:  # over TLS: the lab's CA (lab/tls.py), in place of the system's
+        if ca_file:
             trust_only(self.session, ca_file)
+        asked = accept_encoding(compression)
+        if asked is not None:
+            self.session.headers["Accept-Encoding"] = asked
         transport = Transport(session=self.session, timeout=timeout, operation_timeout=timeout)
         self.zeep = zeep.Client(str(WSDL), transport=transport)
         self.service = self.zeep.create_service("{urn:protolab:games}Games", endpoint)

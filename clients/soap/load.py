@@ -4,5 +4,5 @@ sockets gevent's patching makes cooperative."""
 from clients.soap.client import SoapClient
 
 
-def connect(endpoint: str, timeout: float) -> SoapClient:
-    return SoapClient(endpoint, timeout)
+def connect(endpoint: str, timeout: float, compression: str | None = None) -> SoapClient:
+    return SoapClient(endpoint, timeout, compression=compression)

@@ -4,5 +4,5 @@ over websocket-client), its threads greenlets under gevent's patching."""
 from clients.socketio.client import SocketIOClient
 
 
-def connect(endpoint: str, timeout: float) -> SocketIOClient:
-    return SocketIOClient(endpoint, timeout)
+def connect(endpoint: str, timeout: float, compression: str | None = None) -> SocketIOClient:
+    return SocketIOClient(endpoint, timeout, compression=compression)

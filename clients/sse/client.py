@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 import httpx
 
 from clients.base import CALL_TIMEOUT, Event
+from clients.http import accept_encoding
 from contract.codec import loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
 from services.common.feeds import KEEPALIVE_SECONDS, PUSH
@@ -34,6 +35,7 @@ class EventStream:
         self._lines = response.iter_lines()
         self.comment = ""
         self.http_version = response.http_version
+        self.encoding = response.headers.get("content-encoding", "")  # on the wire ("" for none)
 
     def wait_subscribed(self) -> None:
         """Read up to the server's ': subscribed <feed>' comment (push.md)."""
@@ -78,14 +80,18 @@ class SseClient:
     protocol = "sse"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, http2: bool = False,
-                 ca_file: str | None = None):
+                 ca_file: str | None = None, compression: str | None = None):
+        """`compression` (lab/axes.py): the Accept-Encoding it asks with (httpx decodes
+        a gzip stream as it arrives, event by event, when the server sync-flushes it)."""
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
+        asked = accept_encoding(compression)
         # HTTP/2 over cleartext is prior knowledge (h2c): http1 off, http2 on; over TLS
         # (https://) the same switches make ALPN offer "h2" alone, or "http/1.1" alone.
         # `ca_file`: the CA the server's certificate must chain to (the lab's: lab/tls.py).
         verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
         self.http = httpx.Client(http1=not http2, http2=http2, verify=verify,
+                                 headers={"Accept-Encoding": asked} if asked else None,
                                  timeout=httpx.Timeout(timeout, read=max(timeout, KEEPALIVE_SECONDS + 5)))
 
     def health(self) -> None:

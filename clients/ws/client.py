@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 from simple_websocket import Client
 from simple_websocket.ws import Base
 from wsproto import ConnectionType
+from wsproto.events import AcceptConnection, RejectConnection, Request
+from wsproto.extensions import PerMessageDeflate
 
 from clients.base import CALL_TIMEOUT, Event, OperationClient
 from contract.codec import dumps, loads
@@ -46,7 +48,15 @@ class Connection(Client):
     another had set); every socket opened later without a timeout of its own
     then dropped its connection after 10 s idle."""
 
-    def __init__(self, url: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
+    def __init__(self, url: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None,
+                 compression: str | None = None):
+        if compression not in (None, "identity", "gzip"):
+            raise ValueError(f"compression {compression!r}: expected identity or gzip")
+        # gzip (lab/axes.py, axis `compression`): the handshake offers permessage-deflate
+        # (RFC 7692, wsproto's: context takeover both ways); `extensions` holds what the
+        # server accepted, and wsproto compresses and decodes the messages.
+        self.offer = [PerMessageDeflate()] if compression == "gzip" else []
+        self.extensions: list[str] = []
         parts = urlsplit(url)
         if parts.scheme not in ("ws", "wss") or not parts.hostname:
             raise ValueError(f"not a ws:// or wss:// URL: {url!r}")
@@ -83,6 +93,28 @@ class Connection(Client):
             self.sock.close()
 
 
+    def handshake(self) -> None:
+        """simple-websocket's Client.handshake, with the extensions offered (the
+        library's offers none), and what the server accepted kept."""
+        self.sock.send(self.ws.send(Request(host=self.host, target=self.path, subprotocols=self.subprotocols,
+                                            extra_headers=self.extra_headeers, extensions=self.offer)))
+        while True:
+            data = self.sock.recv(self.receive_bytes)
+            if not data:
+                raise ConnectionError("the server closed the connection during the handshake")
+            self.ws.receive_data(data)
+            event = next(self.ws.events(), None)
+            if event is not None:
+                break
+        if isinstance(event, RejectConnection):
+            raise ConnectionError(event.status_code)
+        if not isinstance(event, AcceptConnection):
+            raise ConnectionError(400)
+        self.subprotocol = event.subprotocol
+        self.extensions = [e.name for e in event.extensions]
+        self.connected = True
+
+
 def request_message(request_id: Any, op: str, params: dict[str, Any]) -> str:
     """A request as the contract spells it (contract/ws-protocol.md)."""
     return dumps({"request_id": request_id, "op": op, "params": params})
@@ -91,11 +123,12 @@ def request_message(request_id: Any, op: str, params: dict[str, Any]) -> str:
 class WebSocketClient(OperationClient):
     protocol = "ws"
 
-    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None):
+    def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, ca_file: str | None = None,
+                 compression: str | None = None):
         self.timeout = timeout
         self.ids = itertools.count(1)
         self.pushed: deque[tuple[dict[str, Any], int]] = deque()  # push messages received meanwhile
-        self.ws = Connection(endpoint, timeout, ca_file)
+        self.ws = Connection(endpoint, timeout, ca_file, compression)
 
     def _receive(self, timeout: float) -> tuple[dict[str, Any], int]:
         reply = self.ws.receive(timeout=timeout)

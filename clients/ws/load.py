@@ -4,5 +4,5 @@ reader thread a greenlet under gevent's patching."""
 from clients.ws.client import WebSocketClient
 
 
-def connect(endpoint: str, timeout: float) -> WebSocketClient:
-    return WebSocketClient(endpoint, timeout)
+def connect(endpoint: str, timeout: float, compression: str | None = None) -> WebSocketClient:
+    return WebSocketClient(endpoint, timeout, compression=compression)

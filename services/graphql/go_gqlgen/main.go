@@ -44,7 +44,7 @@ func main() {
 	mux.HandleFunc("GET /graphql", s.graphql)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("/", s.unrouted)
-	common.ServeHTTP(mux)
+	common.ServeHTTP(common.Compressed(mux))
 }
 
 type service struct {

@@ -26,10 +26,12 @@ from contract.errors import CODE_OF_HTTP_STATUS, HTTP_STATUS, INVALID_ARGUMENT, 
 from contract.game import check_response_size, check_uri_size
 from services.common import gunicorn_errors
 from services.common.http_body import read_body, request_target_bytes
+from services.common.http_compression import gzip_replies
 from services.common.store import Store
 from services.graphql.python_graphene.schema import schema
 
 app = Flask(__name__)
+app.wsgi_app = gzip_replies(app.wsgi_app)  # type: ignore[method-assign]  # LAB_COMPRESSION (lab/axes.py)
 store = Store()
 
 

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/gzip"
 	protocodec "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -60,6 +61,9 @@ func main() {
 	if config := common.TLSConfig("h2"); config != nil {
 		options = append(options, grpc.Creds(credentials.NewTLS(config)))
 	}
+	if common.Compression() == gzip.Name {
+		options = append(options, grpc.UnaryInterceptor(compressReplies))
+	}
 	server := grpc.NewServer(options...)
 	server.RegisterService(strictDesc(&pb.Games_ServiceDesc), s)
 	healthServer := health.NewServer()
@@ -77,6 +81,24 @@ func main() {
 	if err := server.Serve(common.ListenTCP()); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// compressReplies answers every call in gzip (grpc-encoding: gzip) when the
+// client says it accepts it (grpc-accept-encoding), as grpcio's server does with
+// compression=gzip (LAB_COMPRESSION=gzip; lab/axes.py, axis `compression`).
+// Without it grpc-go answers in the encoding of the client's request: importing
+// google.golang.org/grpc/encoding/gzip registers the codec for every variant,
+// so a gzip request is decoded and answered in gzip by the base as well.
+func compressReplies(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if accepted, err := grpc.ClientSupportedCompressors(ctx); err == nil {
+		for _, name := range accepted {
+			if name == gzip.Name {
+				_ = grpc.SetSendCompressor(ctx, gzip.Name)
+				break
+			}
+		}
+	}
+	return handler(ctx, req)
 }
 
 // databaseHealth is grpc.health.v1 whose Check also pings the database, as

@@ -98,6 +98,17 @@ def secure_credentials() -> grpc.ServerCredentials:
         return grpc.ssl_server_credentials([(private.read(), chain.read())])
 
 
+def compression() -> grpc.Compression | None:
+    """LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`): every reply in gzip
+    (grpc-encoding: gzip) to a client that accepts it (grpc-accept-encoding, which
+    grpcio's clients send by default); without it, replies go uncompressed. A gzip
+    request is decoded either way (grpc core's own)."""
+    value = os.environ.get("LAB_COMPRESSION", "identity") or "identity"
+    if value not in ("identity", "gzip"):
+        sys.exit(f"LAB_COMPRESSION={value!r}: expected identity or gzip")
+    return grpc.Compression.Gzip if value == "gzip" else None
+
+
 def serve() -> None:
     threads = int(os.environ.get("LAB_THREADS", "4"))
     address = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ['PORT']}"
@@ -109,6 +120,7 @@ def serve() -> None:
         # or an answer over 4 MiB (a page of large games: ask for fewer).
         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
                  ("grpc.max_send_message_length", MAX_RESPONSE_BYTES)],
+        compression=compression(),
     )
     health_servicer = health.HealthServicer()
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)

@@ -23,7 +23,7 @@ func main() {
 	contract, store := common.Setup()
 	defer store.Close()
 	s := &service{contract: contract, store: store}
-	common.ServeHTTP(s.uriLimit(s.routes()))
+	common.ServeHTTP(common.Compressed(s.uriLimit(s.routes())))
 }
 
 func (s *service) routes() *http.ServeMux {

@@ -1,9 +1,11 @@
 // REST over HTTP/1.1: fastify on Node's http server (contract/openapi.yaml).
+import { gzipSync } from 'node:zlib';
 import Fastify from 'fastify';
 import { readBody } from '../../common/node/body.js';
 import {
   CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, checkUriSize, invalid, sized,
 } from '../../common/node/contract.js';
+import { gzipFor } from '../../common/node/compression.js';
 import { BACKLOG, HOST, PORT, onStop, tlsOptions } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
@@ -119,6 +121,20 @@ app.addHook('onRequest', async (request, reply) => {
     return reply;
   }
   return undefined;
+});
+
+// LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`): a reply whose request
+// asks for gzip (Accept-Encoding) goes out in HTTP's gzip content coding, its
+// Content-Length the compressed one (fastify sets it after this hook).
+app.addHook('onSend', async (request, reply, payload) => {
+  if (!gzipFor(request.raw) || payload === null || payload === undefined || reply.statusCode === 204
+      || (typeof payload !== 'string' && !Buffer.isBuffer(payload)) || payload.length === 0) {
+    return payload;
+  }
+  reply.header('Content-Encoding', 'gzip');
+  reply.header('Vary', 'Accept-Encoding');
+  reply.removeHeader('Content-Length');
+  return gzipSync(payload);
 });
 
 app.get('/health', async (request, reply) => {

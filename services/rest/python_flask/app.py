@@ -19,9 +19,11 @@ from contract.errors import (
 from contract.game import DEFAULT_LIST_LIMIT, check_response_size, check_uri_size
 from services.common import gunicorn_errors
 from services.common.http_body import read_body, request_target_bytes
+from services.common.http_compression import gzip_replies
 from services.common.store import Store
 
 app = Flask(__name__)
+app.wsgi_app = gzip_replies(app.wsgi_app)  # type: ignore[method-assign]  # LAB_COMPRESSION (lab/axes.py)
 store = Store()
 
 

@@ -19,6 +19,7 @@ from contract.errors import CONTRACT, ERRORS, INTERNAL, ContractError, InvalidAr
 from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, check_size, check_uri_size
 from services.common import gunicorn_errors
 from services.common.http_body import request_target_bytes
+from services.common.http_compression import gzip_replies
 from services.common.store import Store
 
 NAMESPACE = "urn:protolab:games"
@@ -146,7 +147,7 @@ soap.event_manager.add_listener("method_call", _check_soap_action)
 wsgi = WsgiApplication(soap, max_content_length=MAX_REQUEST_BYTES)
 
 
-def app(environ: dict[str, Any], start_response: Any) -> Any:
+def _app(environ: dict[str, Any], start_response: Any) -> Any:
     """The spyne WSGI app behind the contract's request limit (a Client fault
     with RESOURCE_EXHAUSTED, after reading the body so the connection stays usable;
     likewise a request target over max_uri_bytes)."""
@@ -167,6 +168,9 @@ def app(environ: dict[str, Any], start_response: Any) -> Any:
         # spyne 2.14 fails on some envelopes (no Body child, undecodable bytes)
         # before it answers: the request's fault, said as the contract's.
         return _fault(start_response, "Client", f"malformed SOAP request: {exc!r}", "INVALID_ARGUMENT")
+
+
+app = gzip_replies(_app)  # LAB_COMPRESSION (lab/axes.py, axis `compression`)
 
 
 def _within_response_limit(environ: dict[str, Any], start_response: Any) -> list[bytes]:

@@ -4,6 +4,7 @@
 // {"result": ...} or {"error": {"code", "message"}}. socket.io's own ack ids
 // take the place of request_id. An error never closes the connection; a
 // packet over max_frame_bytes does (socket.io's maxHttpBufferSize).
+import { COMPRESSION } from '../../common/node/compression.js';
 import { Server } from 'socket.io';
 import { Decoder, Encoder } from 'socket.io-parser';
 import {
@@ -91,7 +92,10 @@ const server = noDelay(createHttpServer({ keepAliveTimeout: 75_000 }, healthHand
 const io = new Server(server, {
   transports: ['websocket'], maxHttpBufferSize: MAX_FRAME_BYTES, serveClient: false,
   parser: { Encoder: ExactEncoder, Decoder: ExactDecoder },
-  perMessageDeflate: false, httpCompression: false,
+  // LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`): permessage-deflate when
+  // the client's handshake offers it (ws underneath, its defaults: messages of 1,024
+  // bytes or more compressed). The lab's client cannot offer it (manifest.toml).
+  perMessageDeflate: COMPRESSION === 'gzip', httpCompression: false,
 });
 // Push messages are the event "push" with the WebSocket protocol's push
 // message as its one argument (contract/socketio-protocol.md).

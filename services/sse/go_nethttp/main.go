@@ -34,7 +34,7 @@ func main() {
 	mux.HandleFunc("GET /health", common.HealthHandler(contract, store))
 	mux.HandleFunc("GET "+push.SSEPath, s.events) // GET patterns take HEAD too
 	mux.HandleFunc("/", s.unrouted)
-	common.ServeHTTPAndH2(mux)
+	common.ServeHTTPAndH2(common.Compressed(mux))
 }
 
 func (s *service) fail(w http.ResponseWriter, err error) {

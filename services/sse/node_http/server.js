@@ -6,6 +6,8 @@ import { createServer as createHttp1 } from 'node:http';
 import { createServer as createHttp2 } from 'node:http2';
 import { createServer as createTcp } from 'node:net';
 import { Duplex } from 'node:stream';
+import { constants, createGzip } from 'node:zlib';
+import { encoded, gzipFor } from '../../common/node/compression.js';
 import { ContractError, asContractError, invalid } from '../../common/node/contract.js';
 import { TLS, createHttpAndH2SecureServer, listen, onStop } from '../../common/node/env.js';
 import { dumps } from '../../common/node/json.js';
@@ -17,9 +19,9 @@ const KEEPALIVE_MS = PUSH.keepalive_seconds * 1000;
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
 function respondJson(res, status, body) {
-  const text = dumps(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+  const reply = encoded(res.req, { 'content-type': 'application/json' }, dumps(body));
+  res.writeHead(status, reply.headers);
+  res.end(reply.body);
 }
 const fail = (res, err, status) => {
   const e = asContractError(err);
@@ -50,10 +52,19 @@ async function events(req, res, url) {
   let closed = false;
   res.on('close', () => { closed = true; });
   let lastWrite = Date.now();
+  // LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`) and a request that asks for
+  // it: the stream in HTTP's gzip content coding, one gzip stream piped into the reply,
+  // sync-flushed after every write so that each event reaches the client as it is sent.
+  const gzip = gzipFor(req) ? createGzip() : null;
   // Resolves once the connection has taken `text` (waits for 'drain' when its buffer is full).
   const write = (text) => new Promise((resolve) => {
     if (closed) { resolve(false); return; }
     lastWrite = Date.now();
+    if (gzip) {
+      gzip.write(text);
+      gzip.flush(constants.Z_SYNC_FLUSH, () => resolve(!closed));
+      return;
+    }
     if (res.write(text)) { resolve(true); return; }
     const done = () => { res.off('drain', done); res.off('close', done); resolve(!closed); };
     res.on('drain', done);
@@ -65,7 +76,11 @@ async function events(req, res, url) {
   try {
     const outcome = await run(store, sub, {
       open: async () => {
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        res.writeHead(200, {
+          'content-type': 'text/event-stream', 'cache-control': 'no-cache',
+          ...(gzip ? { 'content-encoding': 'gzip', vary: 'Accept-Encoding' } : {}),
+        });
+        gzip?.pipe(res);
         await write(`: subscribed ${sub.feed}\n\n`);
       },
       deliver: (id, data) => write(`id: ${id}\nevent: ${sub.feed}\ndata: ${data}\n\n`),
@@ -75,11 +90,11 @@ async function events(req, res, url) {
     else if (outcome.error) {
       await write(`event: error\ndata: ${dumps({ code: outcome.error.code, message: outcome.error.message })}\n\n`);
     }
-    if (!closed) res.end();
+    if (!closed) (gzip && res.headersSent ? gzip : res).end();
   } catch (err) {
     // Refused before the stream started (the database, a resume token): the REST spelling.
     if (!res.headersSent) fail(res, err);
-    else res.end();
+    else (gzip ?? res).end();
   } finally {
     clearInterval(keepalive);
   }

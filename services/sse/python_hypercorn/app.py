@@ -32,6 +32,7 @@ from services.common.feeds import (
     synthetic_message,
     watch_arguments,
 )
+from services.common.http_compression import gzip_stream
 from services.common.store import COLLECTION, DEFAULT_DB, TIMEOUT_MS
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -58,7 +59,7 @@ class _Database:
 database = _Database()
 
 
-async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+async def _app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
         return
@@ -89,6 +90,9 @@ async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
         await send({"type": "http.response.body", "body": b""})
         return
     await _stream(sub, stream, receive, send)
+
+
+app = gzip_stream(_app)  # LAB_COMPRESSION (lab/axes.py, axis `compression`)
 
 
 def _subscription(scope: dict[str, Any]) -> Subscription:

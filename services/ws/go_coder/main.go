@@ -25,11 +25,20 @@ func main() {
 	}
 	handler := &common.WSHandler{Contract: contract, Store: store, Push: push}
 
+	// LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`): permessage-deflate
+	// when the client's handshake offers it, with context takeover (messages over
+	// the library's threshold, 128 bytes, compressed); otherwise none offered.
+	compression := websocket.CompressionDisabled
+	if common.Compression() == "gzip" {
+		compression = websocket.CompressionContextTakeover
+	}
+
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", common.HealthHandler(contract, store))
 	mux.HandleFunc("GET /ws", func(w http.ResponseWriter, r *http.Request) {
 		// Like the Python service, any origin may connect (the lab's clients and browsers).
-		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true,
+			CompressionMode: compression})
 		if err != nil {
 			return // Accept answered the HTTP error
 		}

@@ -27,7 +27,11 @@ func main() {
 	}
 	handler := &common.WSHandler{Contract: contract, Store: store, Push: push}
 	// Like the Python service, any origin may connect (the lab's clients and browsers).
-	upgrader := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	// LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`): permessage-deflate
+	// when the client's handshake offers it (gorilla: no context takeover, every
+	// message written compressed).
+	upgrader := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true },
+		EnableCompression: common.Compression() == "gzip"}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", common.HealthHandler(contract, store))

@@ -3,6 +3,7 @@
 // gets an error reply and the connection stays open; a frame over
 // max_frame_bytes closes it (1009, from ws's own maxPayload).
 import { WebSocketServer } from 'ws';
+import { COMPRESSION } from '../../common/node/compression.js';
 import {
   ContractError, JsonNumber, MAX_FRAME_BYTES, asContractError, checkSize, invalid, sized,
 } from '../../common/node/contract.js';
@@ -57,7 +58,12 @@ async function handle(message, size, table) {
 
 const server = noDelay(createHttpServer({ keepAliveTimeout: 75_000 }, healthHandler(store)));
 
-const wss = new WebSocketServer({ server, path: '/ws', maxPayload: MAX_FRAME_BYTES });
+// LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`): permessage-deflate when
+// the client's handshake offers it (ws's defaults: context takeover, messages of
+// 1,024 bytes or more compressed); otherwise none offered.
+const wss = new WebSocketServer({
+  server, path: '/ws', maxPayload: MAX_FRAME_BYTES, perMessageDeflate: COMPRESSION === 'gzip',
+});
 // A push message (ws-protocol.md): {"event", "feed"?, "id"?, "data"}.
 const encode = (fields, data) => `${dumps(fields).slice(0, -1)},"data":${data}}`;
 const open = (ws) => ws.readyState === ws.OPEN;

@@ -24,12 +24,18 @@ from contract.game import (
 )
 from services.common import gunicorn_errors
 from services.common.feeds import Connection, WebSocketPush
+from services.common.http_compression import compression
 from services.common.store import Store
 
 # Frames above max_frame_bytes close the connection (1009); below it,
 # MAX_REQUEST_BYTES is enforced per message with an error reply, keeping the
 # connection. A reply over MAX_RESPONSE_BYTES becomes a RESOURCE_EXHAUSTED reply.
 MAX_FRAME_BYTES = LIMITS["max_frame_bytes"]
+# simple-websocket's server accepts permessage-deflate whenever the client offers it
+# (wsproto's PerMessageDeflate, context takeover, every message compressed): without
+# LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`) the offer is taken out of the
+# handshake it reads, so that no extension is negotiated.
+OFFERS_COMPRESSION = compression() == "gzip"
 CLOSE_WAIT_S = 1.0  # at most, for the close answer to be written (a peer not reading)
 
 app = Flask(__name__)
@@ -123,7 +129,10 @@ class _SendAll:
 
 @app.route("/ws", websocket=True)
 def websocket() -> Response:
-    ws = Server.accept(http_request.environ, max_message_size=MAX_FRAME_BYTES)
+    environ = http_request.environ
+    if not OFFERS_COMPRESSION and "HTTP_SEC_WEBSOCKET_EXTENSIONS" in environ:
+        environ = {k: v for k, v in environ.items() if k != "HTTP_SEC_WEBSOCKET_EXTENSIONS"}
+    ws = Server.accept(environ, max_message_size=MAX_FRAME_BYTES)
     ws.sock = _SendAll(ws.sock)
     conn = push.connect(ws.send)
     try:
