@@ -203,9 +203,13 @@ def test_the_port_scheme_the_readme_states_is_the_manifests() -> None:
     language_tens = {languages[name]: int(digit) for name, digit in re.findall(r"([\w.]+) (\d)", tens.group(1))}
     offsets: dict[int, str] = {}
     second: set[int] = set()
-    for impl in every_variant():
+    every = {impl.name: impl.fixed_port_offset for impl in every_variant()}
+    assert None not in every.values(), "an implementation with no [run] port_offset"
+    taken = [o for o in every.values()]
+    assert len(taken) == len(set(taken)), f"two subjects share a port offset: {every}"
+    for impl in [i for i in discover() if not set(i.variant) - {"gthread"}]:  # the scheme's own digits
         offset = impl.fixed_port_offset
-        assert offset is not None, f"{impl.name}: no [run] port_offset (a variant: [variant.<value>] port_offset)"
+        assert offset is not None
         assert offset not in offsets, f"{impl.name} and {offsets[offset]} share port_offset {offset}"
         offsets[offset] = impl.name
         assert offset % 10 == protocol_digit[impl.protocol], f"{impl.name}: {offset}, units digit not its protocol's"
