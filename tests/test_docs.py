@@ -19,7 +19,7 @@ import pytest
 from clients.protocols import PROTOCOLS
 from lab.database import SECANTUS_VERSION
 from lab.host import compose, dockerd
-from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS, every_variant
+from lab.registry import TOOLCHAIN_HINTS, TOOLCHAIN_MINIMUMS, discover, every_variant
 from lab.settings import ROOT
 
 README = ROOT / "README.md"
