@@ -297,6 +297,11 @@ def test_the_sweep_result_validates_and_names_its_runs(tmp_path):
                                                          str(tmp_path / "runs" / "native+native@rtt20ms.json")}
     assert {s["axis"] for s in data["crossovers"]} >= {"payload", "rtt", "bandwidth"}
     assert any(s["kind"] == "crossover" and s["axis"] == "payload" for s in data["crossovers"])
+    # loopback's fetch-1 and fetch-100 were measured by both runs: the payload run's line (four points) covers
+    # the path run's (two), so each pair is stated once along it
+    on_loopback = [s for s in data["crossovers"] if s["axis"] == "payload" and s["line"] == "fetch on loopback"]
+    assert len(on_loopback) == 3 and {s["run"] for s in on_loopback} == {str(tmp_path / "runs" / "native-payload.json")}
+    assert all(len(s["points"]) == 4 for s in on_loopback)
 
 
 @pytest.fixture
