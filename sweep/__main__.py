@@ -1,6 +1,6 @@
 """python -m sweep (make sweep): the latency suite over the grid (sweep/__init__.py).
 
-    python -m sweep                                  # the default grid (~27 minutes planned; --dry-run says)
+    python -m sweep                                  # the default grid (~28 minutes planned; --dry-run says)
     python -m sweep --axis payload --cycles 50       # one slice
     python -m sweep --grid full                      # every implementation, more sizes and paths
     python -m sweep --dry-run                        # the cells, the commands and the time plan; runs nothing

@@ -22,11 +22,12 @@ an idle spell), the rate per direction. The cycles of a group are its time
 share ÷ a cycle's planned time, between MIN_CYCLES and the cap; start-up,
 warm-up (at most WARMUP_MAX_S a subject) and SETTLE_CYCLES untimed cycles
 are added to the plan. The default grid's plan (`python -m sweep --dry-run`)
-is ~27 minutes with its defaults; what a run took is in its result.
+is ~28 minutes with its defaults; what a run took is in its result.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -57,7 +58,7 @@ WARMUP_MAX_S = 10.0
 CALL_LIMIT_S = 1.0          # the default grid leaves out of a slice a subject planned slower a call than this
 STARTUP_S = 40.0            # a run's lab: the database, the services, the dataset, then the noise probes
 LANGUAGE_PREFERENCE = ("go",)   # one implementation per protocol: the first of these languages present
-SHARES = {"payload": 0.16, "compression": 0.10, "path": 0.46}   # of BUDGET_S, the measured cycles' part
+SHARES = {"payload": 0.15, "compression": 0.10, "path": 0.42}   # of BUDGET_S, the measured cycles' part
 # the time model (see the module docstring), from this machine's runs
 BASE_S, PER_BYTE_S, SEGMENT = 0.0005, 30e-9, 1448
 
@@ -86,6 +87,7 @@ def family_of(operation: str) -> str:
     return f"{base}:size" if size else operation
 
 
+@functools.cache
 def payload_bytes(operation: str) -> int | None:
     """The payload's JSON bytes: the workload table's payload_bytes where it has one, else the
     dataset's games as the operation carries them; None where neither says."""
@@ -245,9 +247,8 @@ class Group:
 
     def call(self, subject: str, operation: str, path: str) -> float:
         base, _, value = subject.partition("+")
-        cost = dict(self.costs).get(base, dict(self.costs).get("direct", DEFAULT_COST) if base == "direct"
-                                    else DEFAULT_COST)
-        return call_seconds(operation, path, compressed=bool(value) and value != self.base_value, cost=cost)
+        return call_seconds(operation, path, compressed=bool(value) and value != self.base_value,
+                            cost=dict(self.costs).get(base, DEFAULT_COST))
 
     def cycle_seconds(self) -> float:
         """A measured cycle's planned time: every site, every subject and `direct` (4 visits), 2 calls each."""
@@ -256,8 +257,8 @@ class Group:
 
     def planned_seconds(self) -> float:
         """Start-up, then per operation: warm-up, settle cycles and the measured cycles."""
-        warmup = sum(min(self.warmup_max_s, 30 * self.call(subject, op, path)) for op in self.operations
-                     for path in self.paths for subject in [*self.subjects(), "direct"])
+        warmup = sum(min(self.warmup_max_s, warmup_calls(subject) * self.call(subject, op, path))
+                     for op in self.operations for path in self.paths for subject in [*self.subjects(), "direct"])
         return STARTUP_S + warmup + (self.cycles + self.settle_cycles) * self.cycle_seconds()
 
     def describe(self) -> dict[str, Any]:
@@ -267,6 +268,17 @@ class Group:
                 "cycles": self.cycles, "settle_cycles": self.settle_cycles, "warmup_max_s": self.warmup_max_s,
                 "planned_s": round(self.planned_seconds()), "left_out": list(self.left_out),
                 "calibrated": bool(self.costs)}
+
+
+def warmup_calls(subject: str) -> int:
+    """The untimed calls the suite makes before measuring a subject: its manifest's, else 30."""
+    if subject.split("+")[0] == "direct":
+        return 30
+    try:
+        own = registry.variant(subject).warmup_calls
+    except ValueError:
+        own = None
+    return own if own is not None else 30
 
 
 def supports(implementation: str, value: str) -> bool:
