@@ -8,9 +8,10 @@ from the registry. A name this lab does not have (an operation, the
 compression axis, a value an implementation does not support) is left out
 with a line that says why, never failed: the same grid runs once those land.
 
-The time plan (28 minutes for the default grid: its 30, less a margin). A cycle visits every subject once (one untimed and one timed
-call) and `direct` four times, at every site of the run, so a cycle costs the
-sum over sites of 2 × (subjects + 4) calls. A call's planned time is
+The time plan (28 minutes for the default grid: its 30, less a margin). A
+cycle visits every subject once (one untimed and one timed call) and `direct`
+four times, at every site of the run, so a cycle costs the sum over sites of
+2 × (subjects + 4) calls. A call's planned time is
 
     base(bytes) + round trips × rtt + bytes on the wire / rate
 
