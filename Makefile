@@ -116,7 +116,7 @@ lint: $(STAMP)
 	else echo "lint: no Go toolchain here; gofmt and go vet left out"; fi
 
 clean:
-	rm -rf $(VENV) results/benchmarks results/capture results/load
+	rm -rf $(VENV) results/benchmarks results/capture results/load results/sweep
 
 # CPU profiles per implementation and operation with each runtime's own profiler
 # (profiling/): results/profiles/<impl>/<operation>/. make profile PROFILE_ARGS="--impl grpc/go_grpc --seconds 10"
