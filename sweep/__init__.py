@@ -28,11 +28,13 @@ The default grid, and why it fits 30 minutes on a 2-core machine
 Three runs. The first two are cheap (a few milliseconds a call); the third is
 dominated by the 100 ms path, where every call of every subject and of
 `direct` waits at least one round trip, and by 10 Mbit/s, where fetch-100's
-response takes ~0.1 s to cross. Cycles are therefore scaled per group from a
-time share (a cycle's planned seconds from a model of each call: a base time
-by response size, slow-start round trips and the link's rate), never below
-20, and the count is recorded in every cell. Warm-up is capped at 10 s a
-subject and the untimed settle cycles at 10. A slice with more cycles
+response takes ~0.1 s to cross. Start-up and warm-up (capped at 10 s a
+subject) come off the budget first; the rest is shared between the three
+runs, and each run's cycles are its part ÷ a cycle's planned seconds (a model
+of each call: a base time by response size, calibrated from saved runs where
+there are some, slow-start round trips and the link's rate), never below 20;
+every cell records its count. A subject planned slower than 1 s a call at a
+slice's largest payload is left out of that slice, saying so. A slice with more cycles
 (`--cycles`) or the full grid (`--grid full`: every implementation, the
 payload sizes, 100 Mbit/s and 1 % loss) takes longer; `--dry-run` says how
 long, before anything runs.

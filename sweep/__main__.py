@@ -1,6 +1,6 @@
 """python -m sweep (make sweep): the latency suite over the grid (sweep/__init__.py).
 
-    python -m sweep                                  # the default grid (~27 minutes planned; --dry-run says)
+    python -m sweep                                  # the default grid (~28 minutes planned; --dry-run says)
     python -m sweep --axis payload --cycles 50       # one slice
     python -m sweep --grid full                      # every implementation, more sizes and paths
     python -m sweep --dry-run                        # the cells, the commands and the time plan; runs nothing
@@ -196,17 +196,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run or not groups:
             return 0
         started = time.monotonic()
-        files, failed = [], {}
+        files, failed, took = [], {}, {}
         for group in groups:
+            began = time.monotonic()
             try:
                 files.append((group.name, run_group(group, runs_dir, out / "logs")))
             except (RuntimeError, OSError, subprocess.SubprocessError) as exc:  # the other slices still run
                 failed[group.name] = str(exc)
                 print(f"sweep: [{group.name}] failed: {exc}", flush=True)
+            took[group.name] = round(time.monotonic() - began)
         if not files:
             print("sweep: no run wrote a latency file; nothing to write")
             return 1
-        context, data = build(files, args.variant_axis, [g.describe() for g in groups], started)
+        described = [{**g.describe(), "took_s": took.get(g.name)} for g in groups]   # planned_s beside it
+        context, data = build(files, args.variant_axis, described, started)
         if failed:
             context["sweep"]["failed"] = failed
     path = write(context, data, out)

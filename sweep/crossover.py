@@ -157,17 +157,27 @@ def lines(cells: Sequence[dict[str, Any]], variants: Sequence[str] = (),
           variant_axis: str = "compression") -> list[Line]:
     """Every line of two or more cells along each axis, each from the cells of one run (a cell
     measured by two runs, loopback in the payload and the path slice, sits on each run's lines);
-    of two lines along the same axis with the same fixed coordinates, the one with more points."""
+    a line that another along the same axis and fixed coordinates covers (its points and its
+    implementations) is left out."""
     runs: dict[str, list[dict[str, Any]]] = {}
     for cell in cells:
         runs.setdefault(cell.get("run", {}).get("file", ""), []).append(cell)
-    best: dict[tuple[str, str], Line] = {}
+    kept: list[Line] = []
     for members in runs.values():
         for line in _lines(members, variants, variant_axis):
-            key = (line.axis, line.fixed)
-            if key not in best or len(line.cells) > len(best[key].cells):
-                best[key] = line
-    return list(best.values())
+            if any(_covers(other, line) for other in kept):
+                continue
+            kept = [other for other in kept if not _covers(line, other)] + [line]
+    return kept
+
+
+def _entities(line: Line) -> set[str]:
+    return {n for c in line.cells for n in c["subjects"]}
+
+
+def _covers(a: Line, b: Line) -> bool:
+    """a holds b's points and b's implementations along the same axis and fixed coordinates."""
+    return (a.axis, a.fixed) == (b.axis, b.fixed) and set(a.labels) >= set(b.labels) and _entities(a) >= _entities(b)
 
 
 def cell_key(cell: dict[str, Any]) -> str:
@@ -273,5 +283,6 @@ def statements(cells: Sequence[dict[str, Any]], variants: Sequence[str] = (), va
                 statement = crossover(label_of.get(a, a), label_of.get(b, b), points, line.unit, confidence)
                 out.append({"axis": line.axis, "line": line.fixed, "unit": line.unit,
                             "implementations": [a, b], "cells": [cell_key(c) for c in line.cells],
+                            "run": line.cells[0].get("run", {}).get("file", ""),
                             **statement.describe()})
     return out

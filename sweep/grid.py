@@ -8,25 +8,29 @@ from the registry. A name this lab does not have (an operation, the
 compression axis, a value an implementation does not support) is left out
 with a line that says why, never failed: the same grid runs once those land.
 
-The time plan. A cycle visits every subject once (one untimed and one timed
-call) and `direct` four times, at every site of the run, so a cycle costs the
-sum over sites of 2 × (subjects + 4) calls. A call's planned time is
+The time plan (28 minutes for the default grid: its 30, less a margin). A
+cycle visits every subject once (one untimed and one timed call) and `direct`
+four times, at every site of the run, so a cycle costs the sum over sites of
+2 × (subjects + 4) calls. A call's planned time is
 
     base(bytes) + round trips × rtt + bytes on the wire / rate
 
-base(bytes) from this machine's fetch-one and fetch-100 (the Python client
-decodes every response: ~0.5 ms plus ~30 ns a byte, the slowest protocol's),
-round trips 1 plus TCP's slow-start rounds for the response (initial window
-10 segments, doubling; an idle connection starts over, as Linux does after
-an idle spell), the rate per direction. The cycles of a group are its time
-share ÷ a cycle's planned time, between MIN_CYCLES and the cap; start-up,
-warm-up (at most WARMUP_MAX_S a subject) and SETTLE_CYCLES untimed cycles
-are added to the plan. The default grid's plan (`python -m sweep --dry-run`)
-is ~27 minutes with its defaults; what a run took is in its result.
+base(bytes) fitted per implementation through its medians in the newest saved
+latency run that has it (calibration()), else ~0.5 ms plus ~30 ns a byte (the
+Python client decodes every response); round trips 1 plus TCP's slow-start
+rounds for the response (initial window 10 segments, doubling: an idle
+connection starts over, as Linux does after an idle spell); the rate per
+direction. Start-up (STARTUP_S a run) and warm-up (each subject's own count of
+calls, at most WARMUP_MAX_S) come off the budget first; what is left is shared
+between the slices (SHARES, relative), and a slice's cycles are its part ÷ its
+cycle's planned time, between MIN_CYCLES and MAX_CYCLES, with a twentieth of
+them (2–10) as untimed settle cycles. `python -m sweep --dry-run` prints the
+plan; what each run took is in its result beside it.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -49,15 +53,16 @@ FULL_PATHS = ("loopback", "veth", "rtt1ms", "rtt20ms", "rtt100ms", "100mbit", "1
 SIZES = ("smallest", "p10", "median", "p90", "largest")   # the workload table's sized rows: insert:<size> ...
 
 BUDGET_S = 30 * 60          # the default grid must fit this (module docstring of sweep/)
+MARGIN_S = 2 * 60           # ... planned to end this much before it: what the plan does not see
 FULL_BUDGET_S = 3 * 60 * 60  # the full grid's cycles are planned for this
 MIN_CYCLES = 20
 MAX_CYCLES = 400
 SETTLE_CYCLES = 10
 WARMUP_MAX_S = 10.0
 CALL_LIMIT_S = 1.0          # the default grid leaves out of a slice a subject planned slower a call than this
-STARTUP_S = 40.0            # a run's lab: the database, the services, the dataset, then the noise probes
+STARTUP_S = 60.0            # a run's lab: the database, the services, the dataset, the noise probes at both ends
 LANGUAGE_PREFERENCE = ("go",)   # one implementation per protocol: the first of these languages present
-SHARES = {"payload": 0.16, "compression": 0.10, "path": 0.46}   # of BUDGET_S, the measured cycles' part
+SHARES = {"payload": 0.22, "compression": 0.15, "path": 0.63}   # of what the budget leaves after start-up and warm-up
 # the time model (see the module docstring), from this machine's runs
 BASE_S, PER_BYTE_S, SEGMENT = 0.0005, 30e-9, 1448
 
@@ -86,6 +91,7 @@ def family_of(operation: str) -> str:
     return f"{base}:size" if size else operation
 
 
+@functools.cache
 def payload_bytes(operation: str) -> int | None:
     """The payload's JSON bytes: the workload table's payload_bytes where it has one, else the
     dataset's games as the operation carries them; None where neither says."""
@@ -245,9 +251,8 @@ class Group:
 
     def call(self, subject: str, operation: str, path: str) -> float:
         base, _, value = subject.partition("+")
-        cost = dict(self.costs).get(base, dict(self.costs).get("direct", DEFAULT_COST) if base == "direct"
-                                    else DEFAULT_COST)
-        return call_seconds(operation, path, compressed=bool(value) and value != self.base_value, cost=cost)
+        return call_seconds(operation, path, compressed=bool(value) and value != self.base_value,
+                            cost=dict(self.costs).get(base, DEFAULT_COST))
 
     def cycle_seconds(self) -> float:
         """A measured cycle's planned time: every site, every subject and `direct` (4 visits), 2 calls each."""
@@ -256,8 +261,8 @@ class Group:
 
     def planned_seconds(self) -> float:
         """Start-up, then per operation: warm-up, settle cycles and the measured cycles."""
-        warmup = sum(min(self.warmup_max_s, 30 * self.call(subject, op, path)) for op in self.operations
-                     for path in self.paths for subject in [*self.subjects(), "direct"])
+        warmup = sum(min(self.warmup_max_s, warmup_calls(subject) * self.call(subject, op, path))
+                     for op in self.operations for path in self.paths for subject in [*self.subjects(), "direct"])
         return STARTUP_S + warmup + (self.cycles + self.settle_cycles) * self.cycle_seconds()
 
     def describe(self) -> dict[str, Any]:
@@ -267,6 +272,17 @@ class Group:
                 "cycles": self.cycles, "settle_cycles": self.settle_cycles, "warmup_max_s": self.warmup_max_s,
                 "planned_s": round(self.planned_seconds()), "left_out": list(self.left_out),
                 "calibrated": bool(self.costs)}
+
+
+def warmup_calls(subject: str) -> int:
+    """The untimed calls the suite makes before measuring a subject: its manifest's, else 30."""
+    if subject.split("+")[0] == "direct":
+        return 30
+    try:
+        own = registry.variant(subject).warmup_calls
+    except ValueError:
+        own = None
+    return own if own is not None else 30
 
 
 def supports(implementation: str, value: str) -> bool:
@@ -356,6 +372,7 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
         costs = calibration()[0]
     impls = tuple(implementations or (every_implementation() if full else default_implementations()))
     out: list[Group] = []
+    shares: list[float] = []
     for name in axes_wanted:
         notes: list[str] = []
         values: tuple[str, ...] = ()
@@ -400,11 +417,22 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
         label = variant_axis if name == "compression" else name   # the variant slice by its axis' name
         group = Group(label, ops, group_paths, values or ("",), slice_impls, cycles or MIN_CYCLES, variant_axis,
                       left_out=tuple(notes), costs=tuple(sorted(costs.items())))
-        if cycles is None:
-            scaled = scaled_cycles(group, SHARES[name] * (FULL_BUDGET_S if full else BUDGET_S))
-            group = Group(**{**group.__dict__, "cycles": scaled,
-                             "settle_cycles": max(2, min(SETTLE_CYCLES, scaled // 20))})
         out.append(group)
+        shares.append(SHARES[name])
+    return out if cycles is not None else fitted(out, shares, (FULL_BUDGET_S if full else BUDGET_S) - MARGIN_S)
+
+
+def fitted(groups: list[Group], shares: list[float], budget: float) -> list[Group]:
+    """Each group's cycles from its share of what the budget leaves after every group's start-up and
+    warm-up (the shares taken relative to each other), its settle cycles a twentieth of them (2–10)."""
+    overhead = sum(g.planned_seconds() - (g.cycles + g.settle_cycles) * g.cycle_seconds() for g in groups)
+    left = max(budget - overhead, 0.0)
+    out = []
+    for group, share in zip(groups, shares, strict=True):
+        part = left * share / sum(shares)
+        cycles = scaled_cycles(group, part * 20 / 21)   # room for the settle cycles
+        out.append(Group(**{**group.__dict__, "cycles": cycles,
+                            "settle_cycles": max(2, min(SETTLE_CYCLES, cycles // 20))}))
     return out
 
 

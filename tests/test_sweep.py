@@ -297,6 +297,11 @@ def test_the_sweep_result_validates_and_names_its_runs(tmp_path):
                                                          str(tmp_path / "runs" / "native+native@rtt20ms.json")}
     assert {s["axis"] for s in data["crossovers"]} >= {"payload", "rtt", "bandwidth"}
     assert any(s["kind"] == "crossover" and s["axis"] == "payload" for s in data["crossovers"])
+    # loopback's fetch-1 and fetch-100 were measured by both runs: the payload run's line (four points) covers
+    # the path run's (two), so each pair is stated once along it
+    on_loopback = [s for s in data["crossovers"] if s["axis"] == "payload" and s["line"] == "fetch on loopback"]
+    assert len(on_loopback) == 3 and {s["run"] for s in on_loopback} == {str(tmp_path / "runs" / "native-payload.json")}
+    assert all(len(s["points"]) == 4 for s in on_loopback)
 
 
 @pytest.fixture
@@ -394,3 +399,40 @@ def test_the_calibration_takes_each_implementation_from_the_newest_run_that_has_
     # the machine's speed in the synthetic cycles is 1 to 1.3: within 30 %, and apart from the other run's
     assert costs["rest/go_nethttp"].at(1349) == pytest.approx(200e-6, rel=0.3)   # the newer run's, halved
     assert costs["proto/node_x"].at(1349) == pytest.approx(1250e-6, rel=0.3)     # only in the older one
+
+
+# --- the runner, with a stand-in for the latency suite (no lab is started) ------------------------
+
+class StandIn(grid.Group):
+    """A group whose "run" is a small Python process that writes a synthetic latency file and says
+    where, as the suite's terminal summary does."""
+
+    def command(self) -> list[str]:
+        script = ("import json, os, pathlib; out = pathlib.Path(os.environ['LAB_BENCH_RESULTS']); "
+                  "out.mkdir(parents=True, exist_ok=True); path = out / 'native-standin.json'; "
+                  f"path.write_text({json.dumps(json.dumps(synthetic_run(payload_truth())))}); "
+                  "print('raw results:', path)")
+        return [sys.executable, "-c", script]
+
+
+class Broken(grid.Group):
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", "print('no file')"]
+
+
+def test_the_runner_runs_each_group_reads_its_file_and_writes_the_sweep(tmp_path, monkeypatch, capsys):
+    group = StandIn("payload", ("fetch-one", "fetch-100"), ("loopback",), ("",), ("rest/go_nethttp",), 20)
+    broken = Broken("path", ("fetch-one",), ("loopback", "rtt20ms"), ("",), ("rest/go_nethttp",), 20)
+    monkeypatch.setattr(sweep_main, "plan", lambda args: [group, broken])
+    monkeypatch.setattr(grid, "results_dir", lambda: str(tmp_path / "runs"))
+    assert sweep_main.main(["--out", str(tmp_path / "sweep")]) == 0
+    out = capsys.readouterr().out
+    assert "sweep: [path] failed: the path run (exit 0) wrote no latency file" in out
+    data = lab_results.validate(tmp_path / "sweep" / "latest.json")
+    assert data["context"]["sweep"]["failed"] == {"path": data["context"]["sweep"]["failed"]["path"]}
+    assert [g["name"] for g in data["context"]["sweep"]["groups"]] == ["payload", "path"]
+    assert all(isinstance(g["took_s"], int) for g in data["context"]["sweep"]["groups"])
+    assert [c["operation"] for c in data["cells"]] == ["fetch-one", "fetch-100"]
+    assert data["cells"][0]["run"]["file"] == str(tmp_path / "runs" / "native-standin.json")
+    assert "ws overtakes rest between 1 and 100 games per response" in out
+    assert list((tmp_path / "sweep" / "logs").glob("payload-*.log"))
