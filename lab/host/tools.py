@@ -16,30 +16,38 @@ import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from lab import settings
 
 
-def go_install(module: str, version: str, binary: str) -> Path:
-    """`go install module@version` into the lab's cache; the path of `binary`."""
-    root = settings.cache_dir() / f"{binary}-{version}"
-    path = root / "bin" / binary
+def _built_once(root: Path, path: Path, no_go: str, note: str, build: Callable[[str], None]) -> Path:
+    """`path`, built by build(go) into `root` unless it is there, under a lock so that two
+    runs starting at once build it once."""
     if path.exists():
         return path
     go = shutil.which("go")
     if go is None:
-        raise SystemExit(f"{binary} {version} is built with Go (go install {module}@{version}); "
-                         "install Go from https://go.dev/dl/ or your distribution, then run again.")
+        raise SystemExit(f"{no_go}; install Go from https://go.dev/dl/ or your distribution, then run again.")
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
-            print(f"protolab: building {binary} {version} into {root} (once; about 2 minutes)", flush=True)
-            env = {**os.environ, "GOBIN": str(root / "bin"), "CGO_ENABLED": "0"}
-            subprocess.run([go, "install", f"{module}@{version}"], check=True, env=env, timeout=1800)
+            print(f"protolab: building {note}", flush=True)
+            build(go)
     return path
 
+
+def go_install(module: str, version: str, binary: str) -> Path:
+    """`go install module@version` into the lab's cache; the path of `binary`."""
+    root = settings.cache_dir() / f"{binary}-{version}"
+
+    def build(go: str) -> None:
+        env = {**os.environ, "GOBIN": str(root / "bin"), "CGO_ENABLED": "0"}
+        subprocess.run([go, "install", f"{module}@{version}"], check=True, env=env, timeout=1800)
+    return _built_once(root, root / "bin" / binary, f"{binary} {version} is built with Go (go install "
+                       f"{module}@{version})", f"{binary} {version} into {root} (once; about 2 minutes)", build)
 
 
 def go_build(source: Path, binary: str) -> Path:
@@ -52,19 +60,10 @@ def go_build(source: Path, binary: str) -> Path:
         digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
     root = settings.cache_dir() / f"{binary}-{digest.hexdigest()[:16]}"
     path = root / binary
-    if path.exists():
-        return path
-    go = shutil.which("go")
-    if go is None:
-        raise SystemExit(f"{binary} is built with Go from {source}; install Go from https://go.dev/dl/ "
-                         "or your distribution, then run again.")
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.exists():
-            print(f"protolab: building {binary} into {root} (once)", flush=True)
-            env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
-            subprocess.run([go, "build", "-trimpath", "-o", str(root / f".{binary}.new"), "."], check=True,
-                           cwd=source, env=env, timeout=900)
-            (root / f".{binary}.new").rename(path)
-    return path
+
+    def build(go: str) -> None:
+        env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
+        subprocess.run([go, "build", "-trimpath", "-o", str(root / f".{binary}.new"), "."], check=True,
+                       cwd=source, env=env, timeout=900)
+        (root / f".{binary}.new").rename(path)
+    return _built_once(root, path, f"{binary} is built with Go from {source}", f"{binary} into {root} (once)", build)
