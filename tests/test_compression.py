@@ -445,3 +445,43 @@ def test_a_short_load_run_on_a_gzip_subject_answers_without_errors(lab: Lab, bas
         dataset.reset(store.games, dataset.fetch_games(), indexes=True)  # as the module's other tests expect
     finally:
         store.close()
+
+
+def test_no_two_subjects_share_a_fixed_port_when_the_axis_is_measured(monkeypatch) -> None:
+    monkeypatch.setenv("LAB_VARIANTS", "compression")
+    offsets = [i.fixed_port_offset for i in registry.discover()]
+    assert len(offsets) == len(set(offsets))
+
+
+# --- socket.io: left out of the axis (its lab client cannot offer), its server ready --------------------
+
+def handshake_extensions(endpoint: str, path: str) -> str:
+    """The Sec-WebSocket-Extensions a WebSocket server answers an offer of permessage-deflate with."""
+    host, port = host_port(endpoint)
+    with socket.create_connection((host, port), timeout=IO_TIMEOUT) as sock:
+        sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                      "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n").encode())
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            data = sock.recv(4096)
+            if not data:
+                break
+            reply += data
+    assert reply.startswith(b"HTTP/1.1 101"), reply[:200]
+    return reply_headers(reply).get("sec-websocket-extensions", "")
+
+
+def test_the_socketio_server_accepts_permessage_deflate_only_with_the_setting() -> None:
+    import dataclasses
+
+    base = next((i for i in LEFT_OUT if i.protocol == "socketio"), None)
+    if base is None or base.missing():
+        pytest.skip("no socket.io implementation here")
+    axis = (("compression", ("identity", "gzip")),)
+    gzip = dataclasses.replace(base, name=f"{base.name}+gzip", values=(("compression", "gzip"),), supported=axis)
+    assert gzip.service_env() == {"LAB_COMPRESSION": "gzip"}
+    with running_lab(implementations=[base, gzip]) as running:
+        path = "/socket.io/?EIO=4&transport=websocket"
+        assert handshake_extensions(running.endpoints[gzip.name], path).startswith("permessage-deflate")
+        assert handshake_extensions(running.endpoints[base.name], path) == ""
