@@ -30,10 +30,12 @@ from lab import dataset, settings
 from lab.axes import Site
 from lab.database import secantus_flags
 from lab.host import compose, dockerd
-from lab.registry import CRUD_CALLS, discover
+from lab.registry import CRUD_CALLS, discover, every_variant
 from lab.stack import Lab, running_lab, running_sites
 
 IMPLEMENTATIONS = discover()
+# compose.yaml holds every variant a manifest declares, measured by default or not (LAB_VARIANTS)
+DECLARED = every_variant()
 
 
 def test_compose_file_is_generated_from_the_manifests() -> None:
@@ -51,7 +53,7 @@ def _service_block(text: str, name: str) -> str:
     return "\n".join(lines[start:end]) + "\n"
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda i: i.name)
+@pytest.mark.parametrize("impl", DECLARED, ids=lambda i: i.name)
 def test_every_implementation_is_a_compose_service(impl) -> None:
     name = compose.service_name(impl)
     block = _service_block(compose.COMPOSE_FILE.read_text(), name)
@@ -94,7 +96,7 @@ def test_source_hash_follows_the_base_image() -> None:
 
 def test_every_published_port_is_on_loopback_only() -> None:
     ports = [line for line in compose.COMPOSE_FILE.read_text().splitlines() if "ports:" in line]
-    assert len(ports) == len(IMPLEMENTATIONS) + 1
+    assert len(ports) == len(DECLARED) + 1
     assert all('["127.0.0.1:' in line for line in ports)
 
 
