@@ -330,11 +330,11 @@ def test_a_websocket_base_declines_the_offer(lab: Lab, base: str) -> None:
 EVENTS = 40
 
 
-def measured_stream(lab: Lab, name: str) -> tuple[list[Any], Relayed, str]:
+def measured_stream(lab: Lab, name: str, **options: Any) -> tuple[list[Any], Relayed, str]:
     host, port = host_port(lab.endpoints[name])
     tap = Tap(host, port)
     impl = lab.implementation(name)
-    client = connect(impl.protocol, tap.endpoint(lab.endpoints[name]), **impl.client_options())
+    client = connect(impl.protocol, tap.endpoint(lab.endpoints[name]), **{**impl.client_options(), **options})
     try:
         with client.subscribe("synthetic", batch=10, rate=1000, count=EVENTS) as stream:
             events = list(stream)
@@ -361,6 +361,41 @@ def test_an_event_stream_is_gzip_when_asked_and_fewer_bytes(lab: Lab, base: str)
     assert len(gzip.down) < len(plain.down)
     print(f"\n{base}: {EVENTS} synthetic events (10 a message) {len(plain.down):,} B -> {len(gzip.down):,} B "
           f"with gzip ({len(gzip.down) / len(plain.down):.1%}); Content-Encoding: gzip, a sync flush per event")
+
+
+@pytest.mark.parametrize("base", SSE)
+def test_an_event_stream_over_h2c_is_gzip_when_asked_and_fewer_bytes(lab: Lab, base: str) -> None:
+    plain_events, plain, _ = measured_stream(lab, base, http2=True)
+    gzip_events, gzip, encoding = measured_stream(lab, f"{base}+gzip", http2=True)
+    asked, _ = h2_view(bytes(gzip.up))
+    sent, _ = h2_view(bytes(gzip.down))
+    request = next(h for _, h in asked if h.get(":path", "").startswith("/events"))
+    reply = next(h for _, h in sent if h.get(":status") == "200" and "content-type" in h
+                 and h["content-type"].startswith("text/event-stream"))
+    assert request.get("accept-encoding") == "gzip", request
+    assert reply.get("content-encoding") == "gzip" and encoding == "gzip", reply
+    assert all("content-encoding" not in h for _, h in h2_view(bytes(plain.down))[0])
+    assert [(e.event, e.id) for e in gzip_events] == [(e.event, e.id) for e in plain_events]
+    assert len(plain_events) == EVENTS + 1
+    assert len(gzip.down) < len(plain.down)
+    print(f"\n{base} over h2c: {EVENTS} synthetic events {len(plain.down):,} B -> {len(gzip.down):,} B with gzip "
+          f"({len(gzip.down) / len(plain.down):.1%}); content-encoding: gzip in the HEADERS frame")
+
+
+@pytest.mark.parametrize("base", SSE)
+def test_a_gzip_event_stream_delivers_each_event_as_it_is_sent(lab: Lab, base: str) -> None:
+    """A feed that never ends, one message a second: its first two events arrive, so the server
+    flushes its gzip stream per event (a gzip writer left alone holds kilobytes back)."""
+    name = f"{base}+gzip"
+    client = lab.client(name)
+    try:
+        with client.subscribe("synthetic", batch=1, rate=1, count=0) as stream:
+            events = iter(stream)
+            got = [next(events), next(events)]
+            assert stream.encoding == "gzip"
+    finally:
+        client.close()
+    assert [e.id for e in got] == ["1", "2"] and all(e.event == "synthetic" for e in got)
 
 
 # --- the axis as the registry reads it ---------------------------------------------------------------
