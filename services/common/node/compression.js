@@ -30,16 +30,18 @@ export function acceptsGzip(header) {
 export const gzipFor = (req) => COMPRESSION === 'gzip' && req.method !== 'HEAD'
   && acceptsGzip(req.headers['accept-encoding']);
 
-/** `headers` and `body` (a string or Buffer) as the reply to `req` carries them:
- * gzip-compressed, with Content-Encoding, Vary and the new Content-Length, when
- * gzipFor(req); else as given. The headers' Content-Length is replaced either way. */
-export function encoded(req, headers, body) {
-  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body ?? '');
-  const out = Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-length'));
-  if (!gzipFor(req) || bytes.length === 0) return { headers: { ...out, 'Content-Length': bytes.length }, body: bytes };
-  const compressed = gzipSync(bytes);
-  return {
-    headers: { ...out, 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding', 'Content-Length': compressed.length },
-    body: compressed,
-  };
+/** Writes a whole reply, `text` (a string) with `headers` (no Content-Length: set here):
+ * gzip-compressed, with Content-Encoding, Vary and the compressed length, when
+ * gzipFor(res.req); else as the services always wrote it (writeHead, end(text)). */
+export function sendWhole(res, status, headers, text) {
+  if (!gzipFor(res.req) || text.length === 0) {
+    res.writeHead(status, { ...headers, 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+    return;
+  }
+  const compressed = gzipSync(Buffer.from(text));
+  res.writeHead(status, {
+    ...headers, 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding', 'Content-Length': compressed.length,
+  });
+  res.end(compressed);
 }
