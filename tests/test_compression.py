@@ -520,3 +520,16 @@ def test_the_socketio_server_accepts_permessage_deflate_only_with_the_setting() 
         path = "/socket.io/?EIO=4&transport=websocket"
         assert handshake_extensions(running.endpoints[gzip.name], path).startswith("permessage-deflate")
         assert handshake_extensions(running.endpoints[base.name], path) == ""
+
+
+ACCEPT_ENCODING_CASES = {
+    "gzip": True, "gzip, deflate": True, "deflate": False, "": False, "identity": False, "GZIP;q=0.5": True,
+    "gzip;q=0": False, "*": True, "*;q=0": False, "gzip;q=0, *": False, "br, *;q=0.1": True, "x-gzip": True,
+}
+
+
+def test_the_python_services_read_accept_encoding_as_the_go_and_node_ones_do() -> None:
+    """The same cases as services/common/go/compression_test.go (RFC 9110, 12.5.3)."""
+    from services.common.http_compression import accepts_gzip
+
+    assert {h: accepts_gzip(h) for h in ACCEPT_ENCODING_CASES} == ACCEPT_ENCODING_CASES

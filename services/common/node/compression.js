@@ -15,15 +15,23 @@ function setting() {
 
 export const COMPRESSION = setting();
 
-/** Does an Accept-Encoding header (RFC 9110, 12.5.3) take gzip? */
+/** Does an Accept-Encoding header (RFC 9110, 12.5.3) take gzip? gzip (or x-gzip)
+ * named with a q-value above 0; else, gzip unnamed, "*" with a q-value above 0. */
 export function acceptsGzip(header) {
   if (!header) return false;
-  return String(header).split(',').some((item) => {
+  let named = -1;
+  let wildcard = -1;
+  for (const item of String(header).split(',')) {
     const [name, ...params] = item.trim().toLowerCase().split(';');
-    if (!['gzip', 'x-gzip', '*'].includes(name.trim())) return false;
+    const coding = name.trim();
+    if (!['gzip', 'x-gzip', '*'].includes(coding)) continue;
     const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    return q === undefined || Number.parseFloat(q.slice(2)) > 0;
-  });
+    const value = q === undefined ? 1 : Number.parseFloat(q.slice(2));
+    if (Number.isNaN(value)) continue;
+    if (coding === '*') wildcard = Math.max(wildcard, value);
+    else named = Math.max(named, value);
+  }
+  return named >= 0 ? named > 0 : wildcard > 0;
 }
 
 /** Will the reply to `req` be compressed? */
