@@ -117,13 +117,18 @@ class Tap:
         return re.sub(rf"{re.escape(self.upstream[0])}:{self.upstream[1]}\b", f"127.0.0.1:{self.port}", endpoint)
 
     def close(self) -> None:
+        """Shut every relayed socket down, then close it: a shutdown wakes a pump blocked in
+        recv() and sends the FIN, which a bare close() from another thread does not (the
+        blocked call keeps the socket open), so a client still reading (a WebSocket client's
+        reader thread, waiting for the close reply) sees its connection end."""
         self.closed = True
         self.listener.close()
         for s in self.sockets:
             try:
-                s.close()
+                s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            s.close()
 
 
 def host_port(endpoint: str) -> tuple[str, int]:
