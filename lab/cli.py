@@ -106,6 +106,8 @@ def list_implementations(args: argparse.Namespace) -> int:
             print(f"  +{value:<29} {'':<8} {'':<7} {f'{axis}={value}':<18} "
                   f"port +{variant.port_offset(position):<4} {variant.server}{default}")
             position += 1
+        for axis, why in impl.unsupported:
+            print(f"  ({axis}: not supported: {why})")
     print(f"\nmodes: {', '.join(axes.MODES)} (--lab-mode, LAB_MODE: a comma list measures them side by side)")
     print("network paths: loopback, veth, or a shaped link: rtt<N>ms, <N>mbit, loss<N>pct joined by _ "
           "(--lab-paths, LAB_PATHS), e.g. rtt20ms_10mbit")

@@ -117,13 +117,18 @@ class Tap:
         return re.sub(rf"{re.escape(self.upstream[0])}:{self.upstream[1]}\b", f"127.0.0.1:{self.port}", endpoint)
 
     def close(self) -> None:
+        """Shut every relayed socket down, then close it: a shutdown wakes a pump blocked in
+        recv() and sends the FIN, which a bare close() from another thread does not (the
+        blocked call keeps the socket open), so a client still reading (a WebSocket client's
+        reader thread, waiting for the close reply) sees its connection end."""
         self.closed = True
         self.listener.close()
         for s in self.sockets:
             try:
-                s.close()
+                s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            s.close()
 
 
 def host_port(endpoint: str) -> tuple[str, int]:
@@ -330,11 +335,11 @@ def test_a_websocket_base_declines_the_offer(lab: Lab, base: str) -> None:
 EVENTS = 40
 
 
-def measured_stream(lab: Lab, name: str) -> tuple[list[Any], Relayed, str]:
+def measured_stream(lab: Lab, name: str, **options: Any) -> tuple[list[Any], Relayed, str]:
     host, port = host_port(lab.endpoints[name])
     tap = Tap(host, port)
     impl = lab.implementation(name)
-    client = connect(impl.protocol, tap.endpoint(lab.endpoints[name]), **impl.client_options())
+    client = connect(impl.protocol, tap.endpoint(lab.endpoints[name]), **{**impl.client_options(), **options})
     try:
         with client.subscribe("synthetic", batch=10, rate=1000, count=EVENTS) as stream:
             events = list(stream)
@@ -361,6 +366,41 @@ def test_an_event_stream_is_gzip_when_asked_and_fewer_bytes(lab: Lab, base: str)
     assert len(gzip.down) < len(plain.down)
     print(f"\n{base}: {EVENTS} synthetic events (10 a message) {len(plain.down):,} B -> {len(gzip.down):,} B "
           f"with gzip ({len(gzip.down) / len(plain.down):.1%}); Content-Encoding: gzip, a sync flush per event")
+
+
+@pytest.mark.parametrize("base", SSE)
+def test_an_event_stream_over_h2c_is_gzip_when_asked_and_fewer_bytes(lab: Lab, base: str) -> None:
+    plain_events, plain, _ = measured_stream(lab, base, http2=True)
+    gzip_events, gzip, encoding = measured_stream(lab, f"{base}+gzip", http2=True)
+    asked, _ = h2_view(bytes(gzip.up))
+    sent, _ = h2_view(bytes(gzip.down))
+    request = next(h for _, h in asked if h.get(":path", "").startswith("/events"))
+    reply = next(h for _, h in sent if h.get(":status") == "200" and "content-type" in h
+                 and h["content-type"].startswith("text/event-stream"))
+    assert request.get("accept-encoding") == "gzip", request
+    assert reply.get("content-encoding") == "gzip" and encoding == "gzip", reply
+    assert all("content-encoding" not in h for _, h in h2_view(bytes(plain.down))[0])
+    assert [(e.event, e.id) for e in gzip_events] == [(e.event, e.id) for e in plain_events]
+    assert len(plain_events) == EVENTS + 1
+    assert len(gzip.down) < len(plain.down)
+    print(f"\n{base} over h2c: {EVENTS} synthetic events {len(plain.down):,} B -> {len(gzip.down):,} B with gzip "
+          f"({len(gzip.down) / len(plain.down):.1%}); content-encoding: gzip in the HEADERS frame")
+
+
+@pytest.mark.parametrize("base", SSE)
+def test_a_gzip_event_stream_delivers_each_event_as_it_is_sent(lab: Lab, base: str) -> None:
+    """A feed that never ends, one message a second: its first two events arrive, so the server
+    flushes its gzip stream per event (a gzip writer left alone holds kilobytes back)."""
+    name = f"{base}+gzip"
+    client = lab.client(name)
+    try:
+        with client.subscribe("synthetic", batch=1, rate=1, count=0) as stream:
+            events = iter(stream)
+            got = [next(events), next(events)]
+            assert stream.encoding == "gzip"
+    finally:
+        client.close()
+    assert [e.id for e in got] == ["1", "2"] and all(e.event == "synthetic" for e in got)
 
 
 # --- the axis as the registry reads it ---------------------------------------------------------------
@@ -445,3 +485,56 @@ def test_a_short_load_run_on_a_gzip_subject_answers_without_errors(lab: Lab, bas
         dataset.reset(store.games, dataset.fetch_games(), indexes=True)  # as the module's other tests expect
     finally:
         store.close()
+
+
+def test_no_two_subjects_share_a_fixed_port_when_the_axis_is_measured(monkeypatch) -> None:
+    monkeypatch.setenv("LAB_VARIANTS", "compression")
+    offsets = [i.fixed_port_offset for i in registry.discover()]
+    assert len(offsets) == len(set(offsets))
+
+
+# --- socket.io: left out of the axis (its lab client cannot offer), its server ready --------------------
+
+def handshake_extensions(endpoint: str, path: str) -> str:
+    """The Sec-WebSocket-Extensions a WebSocket server answers an offer of permessage-deflate with."""
+    host, port = host_port(endpoint)
+    with socket.create_connection((host, port), timeout=IO_TIMEOUT) as sock:
+        sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                      "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n").encode())
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            data = sock.recv(4096)
+            if not data:
+                break
+            reply += data
+    assert reply.startswith(b"HTTP/1.1 101"), reply[:200]
+    return reply_headers(reply).get("sec-websocket-extensions", "")
+
+
+def test_the_socketio_server_accepts_permessage_deflate_only_with_the_setting() -> None:
+    import dataclasses
+
+    base = next((i for i in LEFT_OUT if i.protocol == "socketio"), None)
+    if base is None or base.missing():
+        pytest.skip("no socket.io implementation here")
+    axis = (("compression", ("identity", "gzip")),)
+    gzip = dataclasses.replace(base, name=f"{base.name}+gzip", values=(("compression", "gzip"),), supported=axis)
+    assert gzip.service_env() == {"LAB_COMPRESSION": "gzip"}
+    with running_lab(implementations=[base, gzip]) as running:
+        path = "/socket.io/?EIO=4&transport=websocket"
+        assert handshake_extensions(running.endpoints[gzip.name], path).startswith("permessage-deflate")
+        assert handshake_extensions(running.endpoints[base.name], path) == ""
+
+
+ACCEPT_ENCODING_CASES = {
+    "gzip": True, "gzip, deflate": True, "deflate": False, "": False, "identity": False, "GZIP;q=0.5": True,
+    "gzip;q=0": False, "*": True, "*;q=0": False, "gzip;q=0, *": False, "br, *;q=0.1": True, "x-gzip": True,
+}
+
+
+def test_the_python_services_read_accept_encoding_as_the_go_and_node_ones_do() -> None:
+    """The same cases as services/common/go/compression_test.go (RFC 9110, 12.5.3)."""
+    from services.common.http_compression import accepts_gzip
+
+    assert {h: accepts_gzip(h) for h in ACCEPT_ENCODING_CASES} == ACCEPT_ENCODING_CASES

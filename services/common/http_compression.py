@@ -26,18 +26,22 @@ def compression() -> str:
 
 
 def accepts_gzip(header: str | None) -> bool:
-    """Does an Accept-Encoding header (RFC 9110, 12.5.3) take gzip?"""
+    """Does an Accept-Encoding header (RFC 9110, 12.5.3) take gzip? gzip (or x-gzip)
+    named with a q-value above 0; else, gzip unnamed, "*" with a q-value above 0."""
+    named, wildcard = -1.0, -1.0
     for item in (header or "").split(","):
         name, *params = (p.strip() for p in item.split(";"))
         if name.lower() not in ("gzip", "x-gzip", "*"):
             continue
-        q = next((p.split("=", 1)[1] for p in params if p.lower().startswith("q=")), "1")
         try:
-            if float(q) > 0:
-                return True
+            q = float(next((p.split("=", 1)[1] for p in params if p.lower().startswith("q=")), "1"))
         except ValueError:
             continue
-    return False
+        if name == "*":
+            wildcard = max(wildcard, q)
+        else:
+            named = max(named, q)
+    return named > 0 if named >= 0 else wildcard > 0
 
 
 def compress(body: bytes) -> bytes:

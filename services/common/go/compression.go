@@ -51,9 +51,10 @@ func Compressed(handler http.Handler) http.Handler {
 	})
 }
 
-// AcceptsGzip reads Accept-Encoding (RFC 9110, 12.5.3): gzip (or x-gzip, or *)
-// with a q-value above 0.
+// AcceptsGzip reads Accept-Encoding (RFC 9110, 12.5.3): gzip (or x-gzip) with
+// a q-value above 0; else, gzip unnamed, "*" with a q-value above 0.
 func AcceptsGzip(values []string) bool {
+	named, wildcard := -1.0, -1.0
 	for _, value := range values {
 		for _, item := range strings.Split(value, ",") {
 			name, params, _ := strings.Cut(strings.TrimSpace(item), ";")
@@ -70,12 +71,17 @@ func AcceptsGzip(values []string) bool {
 					}
 				}
 			}
-			if q > 0 {
-				return true
+			if name == "*" {
+				wildcard = max(wildcard, q)
+			} else {
+				named = max(named, q)
 			}
 		}
 	}
-	return false
+	if named >= 0 {
+		return named > 0
+	}
+	return wildcard > 0
 }
 
 type gzipWriter struct {

@@ -15,31 +15,41 @@ function setting() {
 
 export const COMPRESSION = setting();
 
-/** Does an Accept-Encoding header (RFC 9110, 12.5.3) take gzip? */
+/** Does an Accept-Encoding header (RFC 9110, 12.5.3) take gzip? gzip (or x-gzip)
+ * named with a q-value above 0; else, gzip unnamed, "*" with a q-value above 0. */
 export function acceptsGzip(header) {
   if (!header) return false;
-  return String(header).split(',').some((item) => {
+  let named = -1;
+  let wildcard = -1;
+  for (const item of String(header).split(',')) {
     const [name, ...params] = item.trim().toLowerCase().split(';');
-    if (!['gzip', 'x-gzip', '*'].includes(name.trim())) return false;
+    const coding = name.trim();
+    if (!['gzip', 'x-gzip', '*'].includes(coding)) continue;
     const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    return q === undefined || Number.parseFloat(q.slice(2)) > 0;
-  });
+    const value = q === undefined ? 1 : Number.parseFloat(q.slice(2));
+    if (Number.isNaN(value)) continue;
+    if (coding === '*') wildcard = Math.max(wildcard, value);
+    else named = Math.max(named, value);
+  }
+  return named >= 0 ? named > 0 : wildcard > 0;
 }
 
 /** Will the reply to `req` be compressed? */
 export const gzipFor = (req) => COMPRESSION === 'gzip' && req.method !== 'HEAD'
   && acceptsGzip(req.headers['accept-encoding']);
 
-/** `headers` and `body` (a string or Buffer) as the reply to `req` carries them:
- * gzip-compressed, with Content-Encoding, Vary and the new Content-Length, when
- * gzipFor(req); else as given. The headers' Content-Length is replaced either way. */
-export function encoded(req, headers, body) {
-  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body ?? '');
-  const out = Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-length'));
-  if (!gzipFor(req) || bytes.length === 0) return { headers: { ...out, 'Content-Length': bytes.length }, body: bytes };
-  const compressed = gzipSync(bytes);
-  return {
-    headers: { ...out, 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding', 'Content-Length': compressed.length },
-    body: compressed,
-  };
+/** Writes a whole reply, `text` (a string) with `headers` (no Content-Length: set here):
+ * gzip-compressed, with Content-Encoding, Vary and the compressed length, when
+ * gzipFor(res.req); else as the services always wrote it (writeHead, end(text)). */
+export function sendWhole(res, status, headers, text) {
+  if (!gzipFor(res.req) || text.length === 0) {
+    res.writeHead(status, { ...headers, 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+    return;
+  }
+  const compressed = gzipSync(Buffer.from(text));
+  res.writeHead(status, {
+    ...headers, 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding', 'Content-Length': compressed.length,
+  });
+  res.end(compressed);
 }

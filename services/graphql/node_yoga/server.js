@@ -16,7 +16,7 @@ import { readBody } from '../../common/node/body.js';
 import {
   ContractError, ERRORS, asContractError, checkResponseSize, invalid,
 } from '../../common/node/contract.js';
-import { encoded } from '../../common/node/compression.js';
+import { sendWhole } from '../../common/node/compression.js';
 import { HOST, PORT, createHttpServer, noDelay, listen, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
@@ -116,14 +116,8 @@ function mediaType(req) {
 }
 
 // Gzip-compressed when LAB_COMPRESSION=gzip and the request asks for it (common/node/compression.js).
-function send(res, status, headers, text) {
-  const reply = encoded(res.req, headers, text);
-  res.writeHead(status, reply.headers);
-  res.end(reply.body);
-}
-
 function respond(res, status, body, headers = {}) {
-  send(res, status, { ...headers, 'Content-Type': mediaType(res.req) ?? JSON_TYPE }, dumps(body));
+  sendWhole(res, status, { ...headers, 'Content-Type': mediaType(res.req) ?? JSON_TYPE }, dumps(body));
 }
 
 const fail = (res, code, message, status = ERRORS[code].http, headers = {}) => respond(res, status, {
@@ -220,7 +214,7 @@ async function graphql(req, res) {
     fail(res, err.code, err.message);
     return;
   }
-  send(res, response.status, { 'Content-Type': mediaType(req) ?? JSON_TYPE }, text);
+  sendWhole(res, response.status, { 'Content-Type': mediaType(req) ?? JSON_TYPE }, text);
 }
 
 async function health(res) {

@@ -5,7 +5,7 @@ import { readBody } from '../../common/node/body.js';
 import {
   CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, checkUriSize, invalid, sized,
 } from '../../common/node/contract.js';
-import { gzipFor } from '../../common/node/compression.js';
+import { COMPRESSION, gzipFor } from '../../common/node/compression.js';
 import { BACKLOG, HOST, PORT, onStop, tlsOptions } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
@@ -125,8 +125,9 @@ app.addHook('onRequest', async (request, reply) => {
 
 // LAB_COMPRESSION=gzip (lab/axes.py, axis `compression`): a reply whose request
 // asks for gzip (Accept-Encoding) goes out in HTTP's gzip content coding, its
-// Content-Length the compressed one (fastify sets it after this hook).
-app.addHook('onSend', async (request, reply, payload) => {
+// Content-Length the compressed one (fastify sets it after this hook). Without the
+// setting the hook is not there: the base runs as it always did.
+if (COMPRESSION === 'gzip') app.addHook('onSend', async (request, reply, payload) => {
   if (!gzipFor(request.raw) || payload === null || payload === undefined || reply.statusCode === 204
       || (typeof payload !== 'string' && !Buffer.isBuffer(payload)) || payload.length === 0) {
     return payload;

@@ -7,7 +7,7 @@ import { createServer as createHttp2 } from 'node:http2';
 import { createServer as createTcp } from 'node:net';
 import { Duplex } from 'node:stream';
 import { constants, createGzip } from 'node:zlib';
-import { encoded, gzipFor } from '../../common/node/compression.js';
+import { gzipFor, sendWhole } from '../../common/node/compression.js';
 import { ContractError, asContractError, invalid } from '../../common/node/contract.js';
 import { TLS, createHttpAndH2SecureServer, listen, onStop } from '../../common/node/env.js';
 import { dumps } from '../../common/node/json.js';
@@ -19,9 +19,7 @@ const KEEPALIVE_MS = PUSH.keepalive_seconds * 1000;
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
 function respondJson(res, status, body) {
-  const reply = encoded(res.req, { 'content-type': 'application/json' }, dumps(body));
-  res.writeHead(status, reply.headers);
-  res.end(reply.body);
+  sendWhole(res, status, { 'content-type': 'application/json' }, dumps(body));
 }
 const fail = (res, err, status) => {
   const e = asContractError(err);
