@@ -104,6 +104,8 @@ def payload_bytes(operation: str) -> int | None:
                 value = own(workload.get(operation))
             except Exception:  # another signature, or not a payload operation: say nothing
                 value = None
+        if isinstance(value, dict):  # lab.workload.payload_bytes: {"games", "json", "protobuf"}
+            value = value.get("json")
         if value is not None:
             return int(value)
     try:

@@ -512,8 +512,10 @@ def handshake_extensions(endpoint: str, path: str) -> str:
     return reply_headers(reply).get("sec-websocket-extensions", "")
 
 
-def test_the_socketio_server_accepts_permessage_deflate_only_with_the_setting() -> None:
+def test_the_socketio_server_accepts_permessage_deflate_only_with_the_setting(monkeypatch) -> None:
     import dataclasses
+
+    from lab import stack
 
     base = next((i for i in LEFT_OUT if i.protocol == "socketio"), None)
     if base is None or base.missing():
@@ -521,6 +523,11 @@ def test_the_socketio_server_accepts_permessage_deflate_only_with_the_setting() 
     axis = (("compression", ("identity", "gzip")),)
     gzip = dataclasses.replace(base, name=f"{base.name}+gzip", values=(("compression", "gzip"),), supported=axis)
     assert gzip.service_env() == {"LAB_COMPRESSION": "gzip"}
+    # The lab's own socket.io client cannot offer the extension (why the manifest leaves the axis out):
+    # its readiness call goes without it; the raw handshakes below are the test.
+    options = stack.client_options
+    monkeypatch.setattr(stack, "client_options", lambda impl: {k: v for k, v in options(impl).items()
+                                                                if k != "compression"})
     with running_lab(implementations=[base, gzip]) as running:
         path = "/socket.io/?EIO=4&transport=websocket"
         assert handshake_extensions(running.endpoints[gzip.name], path).startswith("permessage-deflate")
