@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import platform
 import subprocess
@@ -32,7 +33,14 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+@functools.cache
 def git_commit() -> str:
+    """The lab's commit, as first read in this process: a run reads it as it starts (the code it
+    loaded), so a checkout that moves on during a long run does not relabel its results."""
+    return _read_commit()
+
+
+def _read_commit() -> str:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.ROOT, capture_output=True,
                                 text=True, timeout=10, check=True).stdout.strip()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clients.base import GameClient
-from lab import axes, settings
+from lab import axes, context, settings
 from lab.axes import Site
 from lab.registry import CRUD_CALLS, Implementation, discover, missing_line
 from lab.running import Sites
@@ -87,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.measuring()
     else:
         settings.testing()
+    context.git_commit()  # the commit the run starts from, whatever the checkout does meanwhile
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
