@@ -89,7 +89,7 @@ def early_table(write: Any, result: Any) -> None:
     write("")
     for line in table(result.operation, rows, result.ranking, result.design.describe()):
         write(line)
-    for line in ranking_lines(result.ranking):
+    for line in site_lines(result):
         write(line)
     now = datetime.datetime.now(datetime.UTC)  # a run's log then tells when each table came (a newcomer's wait)
     write(f"({result.operation} measured in {result.seconds:.0f} s{settled(result.settle)}{collected(result.gc)}; "
@@ -227,12 +227,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for line in table(operation, results[operation], ranking,
                           result.design.describe() if result else None):
             write(line)
-        for suffix, site_ranking in (result.rankings.items() if result else [("", ranking)]):
-            if len(result.rankings if result else {}) > 1:
-                write(f"at {suffix[1:] or 'native on loopback'}:")
-            for line in ranking_lines(site_ranking):
-                write(line)
-        for line in comparison_lines(result.comparisons if result else []):
+        for line in site_lines(result) if result else ranking_lines(ranking):
             write(line)
         write("")
     write("CPU µs/op: CPU time per operation during the timed blocks, of this client process, the service's "
@@ -283,6 +278,16 @@ def without_suffix(value: Any, suffix: str) -> Any:
     if isinstance(value, list):
         return [without_suffix(v, suffix) for v in value]
     return value.replace(suffix, "") if isinstance(value, str) else value
+
+
+def site_lines(result: Any) -> list[str]:
+    """Each site's ranking against its own `direct`, then the comparisons along one axis."""
+    lines = []
+    for suffix, site_ranking in result.rankings.items():
+        if len(result.rankings) > 1:
+            lines.append(f"at {suffix[1:] or 'native on loopback'}:")
+        lines += ranking_lines(site_ranking)
+    return lines + comparison_lines(result.comparisons)
 
 
 def run_key(sites: Any) -> str:
