@@ -521,7 +521,7 @@ def select(names: Sequence[str] | None = None) -> list[Implementation]:
         for impl in chosen:
             if impl.missing():
                 raise SystemExit(missing_line(impl))
-        return chosen
+        return sorted(chosen, key=lambda i: (*_order(i), i.name))  # the registry's order, as listed
     implementations = discover()
     for impl in implementations:
         if impl.missing():
