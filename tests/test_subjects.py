@@ -147,3 +147,15 @@ def test_compose_has_every_declared_variant():
     rendered = compose.render()
     for impl in registry.every_variant():
         assert (f"  {compose.service_name(impl)}:" in rendered) == (not impl.not_in_docker), impl.name
+
+
+def test_a_plain_name_is_native_on_loopback_or_the_only_site():
+    from lab.running import Lab, Sites
+    native = Lab(mode="native", database=None, implementations=[])
+    docker = Lab(mode="docker", database=None, implementations=[])
+    both = Sites({Site("docker"): docker, Site(): native})
+    assert both.lab_of("rest/go_nethttp") is native and both.lab_of("rest/go_nethttp@docker") is docker
+    only = Sites({Site("docker"): docker})
+    assert only.lab_of("rest/go_nethttp") is docker
+    with pytest.raises(KeyError, match="not running"):
+        only.lab_of("rest/go_nethttp@rtt20ms")

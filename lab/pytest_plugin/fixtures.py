@@ -115,8 +115,11 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 def _subjects_per_site(session: pytest.Session) -> dict[Site, list[str]] | None:
-    """A run made only of tests parametrized by `subject` (the latency suite, or a slice of it)
-    starts only the implementations those tests name, at each site; any other run, all of them."""
+    """A measuring run made only of tests parametrized by `subject` (the latency suite, or a slice
+    of it) starts only the implementations those tests name, at each site; any other run (the
+    tests, whose subjects are the site's plain names), all of them."""
+    if not session.config.getoption("benchmark_only", False):
+        return None
     found: dict[Site, list[str]] = {}
     for item in session.items:
         callspec = getattr(item, "callspec", None)
