@@ -282,6 +282,8 @@ def without_suffix(value: Any, suffix: str) -> Any:
 
 def site_lines(result: Any) -> list[str]:
     """Each site's ranking against its own `direct`, then the comparisons along one axis."""
+    if not result.rankings:  # ranked without sites (a single ranking)
+        return ranking_lines(result.ranking) + comparison_lines(result.comparisons)
     lines = []
     for suffix, site_ranking in result.rankings.items():
         if len(result.rankings) > 1:
