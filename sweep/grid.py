@@ -210,7 +210,7 @@ def call_seconds(operation: str, path: str, compressed: bool = False, cost: Cost
 class Group:
     """One run of the latency suite: its operations, network paths and variant values, the
     implementations measured, and its design (cycles, settle cycles, warm-up cap)."""
-    name: str                          # "payload", "compression", "path"
+    name: str                          # "payload", the variant axis' name (e.g. "compression"), "path"
     operations: tuple[str, ...]
     paths: tuple[str, ...]
     variants: tuple[str, ...]          # values on the variant axis, its base first
@@ -221,6 +221,7 @@ class Group:
     warmup_max_s: float = WARMUP_MAX_S
     left_out: tuple[str, ...] = ()     # what this group would have held but cannot here, and why
     costs: tuple[tuple[str, Cost], ...] = ()   # the time plan's calibration (calibration())
+    axis: str = ""                     # the slice: "payload", "compression" or "path" (grid()'s axes_wanted)
 
     @property
     def base_value(self) -> str:
@@ -364,11 +365,12 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
          implementations: Sequence[str] | None = None, cycles: int | None = None,
          operations: Sequence[str] | None = None, paths: Sequence[str] | None = None,
          variant_axis: str = VARIANT_AXIS, check_host: bool = True,
-         costs: dict[str, Cost] | None = None) -> list[Group]:
+         costs: dict[str, Cost] | None = None, budget_s: float | None = None) -> list[Group]:
     """The groups of a sweep. kind "default" (module docstring) or "full" (every implementation,
     the sized payload rows as well, more paths). `axes_wanted`: the slices to run. `operations`,
     `paths`: the points of the payload (or path) slice instead of the grid's. `cycles`: every
-    group's, instead of the time plan's."""
+    group's, instead of the time plan's. `budget_s`: the seconds the groups' plan must fit (default:
+    the grid's budget less its margin; the runner passes what is left after the slices already run)."""
     full = kind == "full"
     if costs is None:
         costs = calibration()[0]
@@ -418,10 +420,12 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
             continue
         label = variant_axis if name == "compression" else name   # the variant slice by its axis' name
         group = Group(label, ops, group_paths, values or ("",), slice_impls, cycles or MIN_CYCLES, variant_axis,
-                      left_out=tuple(notes), costs=tuple(sorted(costs.items())))
+                      left_out=tuple(notes), costs=tuple(sorted(costs.items())), axis=name)
         out.append(group)
         shares.append(SHARES[name])
-    return out if cycles is not None else fitted(out, shares, (FULL_BUDGET_S if full else BUDGET_S) - MARGIN_S)
+    if budget_s is None:
+        budget_s = (FULL_BUDGET_S if full else BUDGET_S) - MARGIN_S
+    return out if cycles is not None else fitted(out, shares, budget_s)
 
 
 def fitted(groups: list[Group], shares: list[float], budget: float) -> list[Group]:

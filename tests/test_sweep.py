@@ -421,9 +421,15 @@ class Broken(grid.Group):
 
 
 def test_the_runner_runs_each_group_reads_its_file_and_writes_the_sweep(tmp_path, monkeypatch, capsys):
-    group = StandIn("payload", ("fetch-one", "fetch-100"), ("loopback",), ("",), ("rest/go_nethttp",), 20)
-    broken = Broken("path", ("fetch-one",), ("loopback", "rtt20ms"), ("",), ("rest/go_nethttp",), 20)
-    monkeypatch.setattr(sweep_main, "plan", lambda args: [group, broken])
+    group = StandIn("payload", ("fetch-one", "fetch-100"), ("loopback",), ("",), ("rest/go_nethttp",), 20,
+                    axis="payload")
+    broken = Broken("path", ("fetch-one",), ("loopback", "rtt20ms"), ("",), ("rest/go_nethttp",), 20, axis="path")
+    asked: list[tuple[list[str] | None, float | None]] = []
+
+    def plan(args, axes_wanted=None, budget_s=None):
+        asked.append((axes_wanted, budget_s))
+        return [g for g in (group, broken) if axes_wanted is None or g.axis in axes_wanted]
+    monkeypatch.setattr(sweep_main, "plan", plan)
     monkeypatch.setattr(grid, "results_dir", lambda: str(tmp_path / "runs"))
     assert sweep_main.main(["--out", str(tmp_path / "sweep")]) == 0
     out = capsys.readouterr().out
@@ -436,3 +442,20 @@ def test_the_runner_runs_each_group_reads_its_file_and_writes_the_sweep(tmp_path
     assert data["cells"][0]["run"]["file"] == str(tmp_path / "runs" / "native-standin.json")
     assert "ws overtakes rest between 1 and 100 games per response" in out
     assert list((tmp_path / "sweep" / "logs").glob("payload-*.log"))
+    # after the first slice the one left was planned again, for what the budget had left
+    assert asked[0] == (None, None) and asked[1][0] == ["path"]
+    assert grid.BUDGET_S - grid.MARGIN_S - 60 < asked[1][1] < grid.BUDGET_S - grid.MARGIN_S
+
+
+def test_the_slices_left_are_planned_again_for_the_time_left(merged_lab, monkeypatch):
+    monkeypatch.setattr(grid, "calibration", lambda directory=None: ({}, ""))
+    args = sweep_main.parser().parse_args([])
+    pending = sweep_main.plan(args)[1:]   # as if the payload slice had run
+    assert [g.axis for g in pending] == ["compression", "path"]
+    early = sweep_main.replanned(args, pending, spent_s=60)
+    late = sweep_main.replanned(args, pending, spent_s=25 * 60)   # the first slice overran its plan
+    assert [g.axis for g in early] == [g.axis for g in late] == ["compression", "path"]
+    assert all(e.cycles > lt.cycles for e, lt in zip(early, late, strict=True))
+    assert all(g.cycles == grid.MIN_CYCLES for g in late)   # nothing left but the floor
+    fixed = sweep_main.parser().parse_args(["--cycles", "50"])
+    assert sweep_main.replanned(fixed, pending, spent_s=25 * 60) is pending   # --cycles is kept as asked
