@@ -59,6 +59,7 @@ MIN_CYCLES = 20
 MAX_CYCLES = 400
 SETTLE_CYCLES = 10
 WARMUP_MAX_S = 10.0
+OVERRUN = 1.25               # an operation's measured cycles stop at its planned time × this (time_budgets)
 CALL_LIMIT_S = 1.0          # the default grid leaves out of a slice a subject planned slower a call than this
 STARTUP_S = 60.0            # a run's lab: the database, the services, the dataset, the noise probes at both ends
 LANGUAGE_PREFERENCE = ("go",)   # one implementation per protocol: the first of these languages present
@@ -122,7 +123,12 @@ def payload_bytes(operation: str) -> int | None:
 
 
 def known(operation: str) -> bool:
-    return operation in workload.OPERATIONS
+    """A row of the workload table or one of its parametric operations (fetch-<N>, insert:<size>, ...)."""
+    try:
+        workload.get(operation)
+    except (KeyError, ValueError):
+        return False
+    return True
 
 
 # --- the time model -------------------------------------------------------------------------
@@ -241,6 +247,7 @@ class Group:
                "LAB_BENCH_OPERATIONS": ",".join(self.operations), "LAB_BENCH_CYCLES": str(self.cycles),
                "LAB_BENCH_SETTLE_CYCLES": str(self.settle_cycles),
                "LAB_BENCH_WARMUP_MAX_S": f"{self.warmup_max_s:g}", "LAB_BENCH_RESULTS": results_dir,
+               "LAB_BENCH_MAX_S": self.time_budgets(),
                "LAB_VARIANTS": self.variant_axis if len(self.variants) > 1 else ""}
         return env
 
@@ -257,10 +264,16 @@ class Group:
         return call_seconds(operation, path, compressed=bool(value) and value != self.base_value,
                             cost=dict(self.costs).get(base, DEFAULT_COST))
 
-    def cycle_seconds(self) -> float:
+    def cycle_seconds(self, operations: Sequence[str] | None = None) -> float:
         """A measured cycle's planned time: every site, every subject and `direct` (4 visits), 2 calls each."""
-        return sum(2 * self.call(subject, op, path) for op in self.operations for path in self.paths
+        return sum(2 * self.call(subject, op, path) for op in (operations or self.operations) for path in self.paths
                    for subject in [*self.subjects(), *["direct"] * 4])
+
+    def time_budgets(self) -> str:
+        """LAB_BENCH_MAX_S: each operation's measured cycles may take its plan × OVERRUN, then stop
+        (benchmarks/suite.py max_seconds): a plan made with the model's defaults (a fresh clone)
+        can be far off for one implementation, and the grid must still end near its budget."""
+        return ",".join(f"{op}={OVERRUN * self.cycles * self.cycle_seconds([op]):.0f}" for op in self.operations)
 
     def planned_seconds(self) -> float:
         """Start-up, then per operation: warm-up, settle cycles and the measured cycles."""

@@ -227,10 +227,10 @@ def test_the_plan_is_calibrated_from_a_saved_run_and_leaves_a_too_slow_subject_o
 
 
 def test_a_name_this_lab_lacks_is_left_out_with_the_reason(monkeypatch):
-    groups = grid.grid(axes_wanted=("payload",), operations=["fetch-one", "fetch-7", "fetch-100"])
+    groups = grid.grid(axes_wanted=("payload",), operations=["fetch-one", "fetch-all", "fetch-7", "fetch-1000"])
     assert [g.name for g in groups] == ["payload"]
-    assert groups[0].operations == ("fetch-one", "fetch-100")
-    assert any("fetch-7: not in this lab's workload table" in n for n in groups[0].left_out)
+    assert groups[0].operations == ("fetch-one", "fetch-7", "fetch-1000")   # the table's parametric rows are known
+    assert any("fetch-all: not in this lab's workload table" in n for n in groups[0].left_out)
     with pytest.raises(ValueError, match="no axis 'speed'"):
         grid.grid(axes_wanted=("speed",))
 
@@ -459,3 +459,12 @@ def test_the_slices_left_are_planned_again_for_the_time_left(merged_lab, monkeyp
     assert all(g.cycles == grid.MIN_CYCLES for g in late)   # nothing left but the floor
     fixed = sweep_main.parser().parse_args(["--cycles", "50"])
     assert sweep_main.replanned(fixed, pending, spent_s=25 * 60) is pending   # --cycles is kept as asked
+
+
+def test_a_groups_time_budgets_follow_its_plan_per_operation(merged_lab):
+    group = grid.grid(axes_wanted=("path",), check_host=False, costs={})[0]
+    budgets = dict(part.split("=") for part in group.env("/tmp/runs")["LAB_BENCH_MAX_S"].split(","))
+    assert list(budgets) == list(group.operations) == ["fetch-1", "fetch-100"]
+    assert float(budgets["fetch-100"]) > float(budgets["fetch-1"]) > 0   # the larger response, the longer
+    total = sum(float(v) for v in budgets.values())
+    assert total == pytest.approx(grid.OVERRUN * group.cycles * group.cycle_seconds(), rel=0.01)
