@@ -22,11 +22,12 @@ from sweep import grid
 
 
 def run_site(run: dict[str, Any]) -> Site:
-    """The site of a one-site run (its subjects carry plain names)."""
+    """The site whose subjects carry plain names: a one-site run's only site; in a run of several
+    (its context's mode is their key, "native+native@rtt20ms"), the first mode's own loopback."""
     sites = run["context"].get("sites") or []
     if len(sites) == 1:
         return Site(sites[0]["mode"], NetworkPath.parse(sites[0]["path"]["name"]))
-    return Site(str(run["context"].get("mode", "native")).split("@")[0], LOOPBACK)
+    return Site(str(run["context"].get("mode", "native")).split("+")[0].split("@")[0], LOOPBACK)
 
 
 def design_of(run: dict[str, Any]) -> dict[str, Any]:

@@ -103,7 +103,9 @@ def synthetic_run(truth: dict[tuple[str, str], dict[str, float]], cycles: int = 
                 row["ratio_to_direct"] = {"ratio": ratio, "ci": [ratio * 0.97, ratio * 1.03]}
     site_list = [{"mode": "native", "path": axes.NetworkPath.parse(p).describe(), "suffix": ""}
                  for p in (sites or ["loopback"])]
-    context = {**CONTEXT, "mode": "native", "sites": site_list,
+    # the latency suite's context: a run of several sites is keyed by them all (benchmarks/conftest.py run_key)
+    mode = "+".join("native" + ("" if p == "loopback" else f"@{p}") for p in (sites or ["loopback"]))
+    context = {**CONTEXT, "mode": mode, "sites": site_list,
                "implementations": {n: {"protocol": p, "language": lang, "library": "lib"}
                                    for n, (p, lang) in IMPLS.items()},
                "settings": {"benchmark": {"design": {"block": 1, "blocks": cycles, "baseline": "direct",
