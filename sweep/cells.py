@@ -133,7 +133,9 @@ def cells_of(run: dict[str, Any], file: str, variant_axis: str, axis_values: tup
                 "group": group, "operation": operation, "family": grid.family_of(operation),
                 "games": grid.games_of(operation), "bytes": grid.payload_bytes(operation),
                 "variant": value, "path": path, "link": link.describe(),
-                "cycles": int(design.get("blocks", 0)) or None, "design": design,
+                # the cycles measured (a time budget may have stopped them before design["blocks"])
+                "cycles": min((len(row.get("data_s") or []) // block for _, row in members.values()),
+                              default=0) or int(design.get("blocks", 0)) or None, "design": design,
                 "direct_median_us": direct["median"] if direct else None,
                 "subjects": subjects, "pairs": pairs, "ranking": ranking(subjects, pairs),
                 "site_ranking": {"chain": site_ranking.get("chain", ""), "order": site_ranking.get("order", [])},
