@@ -5,7 +5,12 @@ requests sends (clients/http.py RequestsTransport), so a service receives the
 same request line, headers and body from the load instrument as from the
 latency suite. requests asks for gzip and deflate (Accept-Encoding), and a server
 may answer in either: they are decoded here as requests decodes them, so that the
-load instrument reads the same body. Import it only in a process gevent has patched."""
+load instrument reads the same body. Import it only in a process gevent has patched.
+
+Over HTTP/2 (lab/axes.py, axis http) the transport is the latency suite's own (httpx with
+h2, clients/http.py: gevent's patching makes its sockets and locks cooperative), each user
+on a connection of its own, or, with `shared`, every user of the process on one connection,
+each call a stream of it (the load instrument's --share-connection)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from urllib.parse import urlsplit
 import requests
 from geventhttpclient import HTTPClient
 
-from clients.http import Reply, accept_encoding
+from clients.http import HttpxTransport, Reply, SharedHttp2, Transport, accept_encoding, check_http
 
 # What requests adds to every request (requests.utils.default_headers()), in its order.
 REQUESTS_HEADERS = dict(requests.utils.default_headers())
@@ -64,3 +69,24 @@ class GeventTransport:
 
     def close(self) -> None:
         self.client.close()
+
+
+_SHARED = SharedHttp2()  # this process's shared HTTP/2 connections
+
+
+def load_transport(endpoint: str, timeout: float, compression: str | None = None, http: str | None = None,
+                   ca_file: str | None = None, shared: bool = False) -> Transport:
+    """The transport of a Locust user: HTTP/1.1 over geventhttpclient (one connection per user;
+    cleartext), HTTP/2 over httpx (one connection per user, or with `shared` one per process)."""
+    http = check_http(http, ca_file)
+    if http == "h1":
+        if shared:
+            raise ValueError("HTTP/1.1 carries one request at a time on a connection: users share a "
+                             "connection over HTTP/2 only (a subject +h2 or +h2c)")
+        if ca_file:
+            raise ValueError("the load instrument's HTTP/1.1 transport (geventhttpclient) is cleartext only")
+        return GeventTransport(endpoint, timeout, compression)
+    if shared:
+        parts = urlsplit(endpoint)
+        return _SHARED.transport(f"{parts.scheme}://{parts.netloc}", timeout, http, ca_file, compression)
+    return HttpxTransport(timeout, http, ca_file, compression)
