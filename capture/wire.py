@@ -70,6 +70,7 @@ from clients.protocols import DISSECTOR as TRANSPORT_DISSECTOR
 from clients.protocols import PROTOCOLS
 from lab import dataset, workload
 from lab.context import run_context
+from lab.environment import client_options
 from lab.host.netns import veth_namespace
 from lab.registry import CRUD_CALLS
 from lab.stack import running_lab
@@ -278,7 +279,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         stack.callback(local.close_all)
         if link:
             workload: Workload | RemoteWorkload = RemoteWorkload(
-                link.exec_args(), {k: (protocols[k], lab.endpoints[k], lab.implementation(k).client_options())
+                link.exec_args(), {k: (protocols[k], lab.endpoints[k], client_options(lab.implementation(k)))
                                    for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
                                   marker_host=link.ns_addr, path=tmp / "services.pcapng")
