@@ -7,7 +7,8 @@ from typing import Any
 import requests
 
 from clients.base import CALL_TIMEOUT, OperationClient
-from clients.http import Transport, transport as http_transport
+from clients.http import Transport
+from clients.http import transport as http_transport
 from clients.rest.client import http_plan
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for

@@ -7,4 +7,5 @@ from clients.graphql.client import GraphQLClient
 
 def connect(endpoint: str, timeout: float, compression: str | None = None, http: str | None = None,
             ca_file: str | None = None, shared: bool = False) -> GraphQLClient:
-    return GraphQLClient(endpoint, timeout, transport=load_transport(endpoint, timeout, compression, http, ca_file, shared))
+    transport = load_transport(endpoint, timeout, compression, http, ca_file, shared)
+    return GraphQLClient(endpoint, timeout, transport=transport)

@@ -8,7 +8,8 @@ from urllib.parse import quote, urlencode
 import requests
 
 from clients.base import CALL_TIMEOUT, Game
-from clients.http import Reply, Transport, transport as http_transport
+from clients.http import Reply, Transport
+from clients.http import transport as http_transport
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
 
