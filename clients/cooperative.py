@@ -46,14 +46,20 @@ def decode(body: bytes, encoding: str) -> bytes:
 
 
 class GeventTransport:
-    def __init__(self, endpoint: str, timeout: float, compression: str | None = None):
+    """`ca_file`: over TLS (an https:// endpoint: a +tls13 or +tls12 subject), the CA the server's
+    certificate must chain to (the lab's: lab/tls.py), in place of the system's."""
+
+    def __init__(self, endpoint: str, timeout: float, compression: str | None = None, ca_file: str | None = None):
         parts = urlsplit(endpoint)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"not an http:// endpoint: {endpoint!r}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http:// or https:// endpoint: {endpoint!r}")
+        if (parts.scheme == "https") != bool(ca_file):
+            raise ValueError(f"{endpoint}: an https:// endpoint with the CA to verify (ca_file), or http:// without")
         asked = accept_encoding(compression)
         headers = REQUESTS_HEADERS if asked is None else {**REQUESTS_HEADERS, "Accept-Encoding": asked}
-        self.client = HTTPClient(parts.hostname, parts.port or 80, headers=headers,
-                                 connection_timeout=timeout, network_timeout=timeout, concurrency=1)
+        secure = {"ssl": True, "ssl_options": {"ca_certs": ca_file}} if ca_file else {}
+        self.client = HTTPClient(parts.hostname, parts.port or (443 if ca_file else 80), headers=headers,
+                                 connection_timeout=timeout, network_timeout=timeout, concurrency=1, **secure)
         self.origin = f"{parts.scheme}://{parts.netloc}"
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> Reply:
@@ -83,9 +89,7 @@ def load_transport(endpoint: str, timeout: float, compression: str | None = None
         if shared:
             raise ValueError("HTTP/1.1 carries one request at a time on a connection: users share a "
                              "connection over HTTP/2 only (a subject +h2 or +h2c)")
-        if ca_file:
-            raise ValueError("the load instrument's HTTP/1.1 transport (geventhttpclient) is cleartext only")
-        return GeventTransport(endpoint, timeout, compression)
+        return GeventTransport(endpoint, timeout, compression, ca_file)
     if shared:
         parts = urlsplit(endpoint)
         return _SHARED.transport(f"{parts.scheme}://{parts.netloc}", timeout, http, ca_file, compression)
