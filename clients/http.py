@@ -180,7 +180,12 @@ def transport(timeout: float, http: str | None = None, ca_file: str | None = Non
 
 class SharedHttp2:
     """One HTTP/2 connection per process and target for every client that asks for it (the load
-    instrument's users, each its own stream on it), closed when the last client closes."""
+    instrument's users, each its own stream on it), closed when the last client closes.
+
+    For greenlets (a Locust process, gevent-patched), not OS threads: httpcore 1.0's sync HTTP/2
+    connection reads the next stream id and sends that stream's HEADERS as two steps, which two
+    threads can interleave (two streams on one id: the server ends the connection with
+    PROTOCOL_ERROR; httpx issue 908), while a greenlet runs both without yielding (no I/O between)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()

@@ -14,7 +14,6 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,7 +22,7 @@ import httpx
 import pytest
 
 from clients.cooperative import load_transport
-from clients.http import HttpxTransport, NotHttp2, SharedHttp2, check_http
+from clients.http import HttpxTransport, NotHttp2, check_http
 from clients.rest.client import RestClient
 from clients.sse.client import SseClient
 from contract.errors import Unavailable
@@ -285,52 +284,39 @@ def _ports_connected(port: int) -> int:
     return len(done.stdout.splitlines())
 
 
-def test_users_sharing_a_connection_are_streams_of_one_connection(h2_lab: Lab) -> None:
-    """SharedHttp2 (the load instrument's --share-connection): 20 clients calling at once hold
-    one TCP connection to the service between them; closed with the last of them."""
-    subject = "rest/go_nethttp+h2c"
-    endpoint = h2_lab.endpoints[subject]
-    port = _address(endpoint)[1]
-    pool = SharedHttp2()
-    clients = [RestClient(endpoint, transport=pool.transport(endpoint, IO_TIMEOUT, "h2c")) for _ in range(20)]
-    seen: list[int] = []
-    errors: list[BaseException] = []
-
-    def calls(client: RestClient) -> None:
-        try:
-            for _ in range(5):
-                client.list(limit=10)
-            seen.append(_ports_connected(port))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=calls, args=(c,)) for c in clients]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(IO_TIMEOUT * 2)
-    assert not errors, errors[:3]
-    assert seen and max(seen) == 1, seen
-    for c in clients:
-        c.close()
-    deadline = time.monotonic() + 5
-    while _ports_connected(port) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _ports_connected(port) == 0
-
-
-@pytest.mark.parametrize("subject", ["rest/go_nethttp+h2c", "graphql/node_yoga+h2"])
-def test_a_short_load_run_shares_one_connection_between_its_users(h2_lab: Lab, subject: str) -> None:
+@pytest.mark.parametrize("subject,shared", [("rest/go_nethttp+h2c", True), ("rest/go_nethttp+h2c", False),
+                                            ("graphql/node_yoga+h2", True)])
+def test_a_short_load_run_shares_one_connection_between_its_users_when_asked(
+        h2_lab: Lab, subject: str, shared: bool) -> None:
+    """The load instrument's --share-connection: its 8 users (one Locust process) hold one TCP
+    connection to the service between them, a stream each; without it, one connection each.
+    Counted from the host's sockets (ss) while the run goes on."""
     from lab.host import pinning
     from load import runner
     from load.common import prepare
 
     impl = h2_lab.implementation(subject)
+    port = _address(h2_lab.endpoints[subject])[1]
     prepare(h2_lab, "fetch-one")
-    settings = runner.Settings(warmup_s=0.5, steady_s=1.0, pinning=pinning.plan(True), share_connection=True)
-    row = runner.run(h2_lab, impl, settings, model="closed", clients=8)
+    settings = runner.Settings(warmup_s=0.5, steady_s=1.0, pinning=pinning.plan(True), share_connection=shared)
+    seen: list[int] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            seen.append(_ports_connected(port))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        row = runner.run(h2_lab, impl, settings, model="closed", clients=8)
+    finally:
+        done.set()
+        sampler.join()
     assert row["errors_total"] == {}, row["errors_total"]
-    assert row["ops_window"] > 0 and row["connections"].startswith("one per Locust process")
+    assert row["ops_window"] > 0
+    assert row["connections"].startswith("one per Locust process" if shared else "one per user")
+    assert max(seen) == (1 if shared else 8), seen
 
 
 def test_the_wire_capture_decodes_http2_inside_tls_with_the_key_log(h2_lab: Lab, tmp_path: Path,
