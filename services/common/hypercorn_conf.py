@@ -8,7 +8,8 @@ loop's executor). One process, one asyncio event loop, as gunicorn's one process
 - LAB_HTTP=h2c: cleartext, HTTP/2 with prior knowledge (and HTTP/1.1, h2c by Upgrade too,
   on the same port: hypercorn tells them apart by the connection's first bytes).
 
-    python -m hypercorn --config python:services.common.hypercorn_conf "services.common.hypercorn_wsgi:app('services.rest.python_flask.app')"
+    python -m hypercorn --config python:services.common.hypercorn_conf \
+        "services.common.hypercorn_wsgi:app('services.rest.python_flask.app')"
 """
 
 import os
