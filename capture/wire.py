@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from capture.dissect import (
+    H2_DATA,
     H2_GOAWAY,
     H2_HEADERS,
     H2_PREFACE,
@@ -65,9 +66,11 @@ from capture.tshark import (
     tally,
 )
 from capture.workload import RemoteWorkload, Workload
+from clients.protocols import DISSECTOR as TRANSPORT_DISSECTOR
 from clients.protocols import PROTOCOLS
 from lab import dataset, workload
 from lab.context import run_context
+from lab.environment import client_options
 from lab.host.netns import veth_namespace
 from lab.registry import CRUD_CALLS
 from lab.stack import running_lab
@@ -91,9 +94,22 @@ def service_port(endpoint: str) -> int:
 
 # --- accounting --------------------------------------------------------------
 
+def subject_framing(impl: Any) -> tuple[str, str]:
+    """(the tshark dissector of a subject's port, its transport for the phases): its protocol's
+    own (the descriptor's), or its variant's framing (lab/axes.py, Value.capture "framing": an
+    HTTP/1.1 protocol's subject over HTTP/2). Over TLS ("tls") the port is decoded as TLS, with
+    the clients' key log, and tshark picks HTTP/2 or HTTP/1.1 inside by the connection's ALPN."""
+    descriptor = PROTOCOLS[impl.protocol]
+    capture = impl.capture()
+    transport = capture.get("framing") or descriptor.transport
+    dissector = "tls" if capture.get("tls") else TRANSPORT_DISSECTOR[transport]
+    return dissector, transport
+
+
 def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
-                protocol: str) -> tuple[int, int]:
-    """Application payload bytes (to_server, to_client) tshark found in `packets`."""
+                protocol: str, transport: str = "") -> tuple[int, int]:
+    """Application payload bytes (to_server, to_client) tshark found in `packets`. `transport`:
+    the subject's own when not its protocol's ("http2": HTTP bodies as DATA frames' payloads)."""
     out = [0, 0]
     descriptor = PROTOCOLS[protocol]
     for p in packets:
@@ -104,6 +120,8 @@ def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
             n = sum(lay.messages.get(descriptor.message_field, ()))
         elif descriptor.payload == "websocket_data":
             n = sum(f.length for f in lay.ws if f.opcode in WS_DATA_OPCODES)
+        elif transport == "http2" and descriptor.transport == "http":  # an HTTP body in HTTP/2 DATA frames
+            n = sum(f.length for f in lay.h2 if f.type == H2_DATA)
         else:
             n = lay.http_body
         out[p.dst_port != port] += n
@@ -121,7 +139,7 @@ def summary(split: Split, n: int = 1, app: tuple[int, int] = (0, 0)) -> dict[str
 
 
 def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port: int,
-                      protocol: str) -> dict[str, Split]:
+                      protocol: str, transport: str = "") -> dict[str, Split]:
     """One TCP connection's packets split into PHASES, per direction.
 
     TCP handshake and FIN/ACK come from the engine's classification.  The
@@ -131,9 +149,11 @@ def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port:
     first WebSocket frame (the HTTP upgrade) and the close frames.  A segment
     holding both setup and operation bytes is divided by bytes (its headers
     count with the operation); a pure ACK joins the phase of the data before it.
+    `transport`: the subject's when not its protocol's (subject_framing). Over TLS the
+    handshake's records count with the operation's bytes (TLS overhead is not split out here).
     """
     acc = {ph: [Tally(), Tally()] for ph in PHASES}
-    transport = PROTOCOLS[protocol].transport
+    transport = transport or PROTOCOLS[protocol].transport
     last = "operation"
     ws_started = False
     h2_headers_from: set[int] = set()
@@ -200,6 +220,20 @@ def prepare(collection: Any, op: str) -> None:
 
 
 @contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    """`name`=`value` in this process's environment inside the block, restored afterwards."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+@contextmanager
 def _lab_host(host: str | None) -> Iterator[None]:
     """LAB_HOST for the services started inside the block, restored afterwards."""
     previous = os.environ.get("LAB_HOST")
@@ -234,11 +268,18 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         store = lab.store()
         stack.callback(store.close)
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-wire-")))
+        framing = {i.name: subject_framing(i) for i in impls}
+        # A subject over TLS: the lab's Python clients write their TLS secrets to SSLKEYLOGFILE
+        # (ssl.create_default_context reads it as a context is made), and tshark decrypts with it.
+        keylog: Path | None = None
+        if any(dissector == "tls" for dissector, _ in framing.values()):
+            keylog = tmp / "tls-keys.log"
+            stack.enter_context(_environment("SSLKEYLOGFILE", str(keylog)))
         local = Workload(lab.client, ports)
         stack.callback(local.close_all)
         if link:
             workload: Workload | RemoteWorkload = RemoteWorkload(
-                link.exec_args(), {k: (protocols[k], lab.endpoints[k], lab.implementation(k).client_options())
+                link.exec_args(), {k: (protocols[k], lab.endpoints[k], client_options(lab.implementation(k)))
                                    for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
                                   marker_host=link.ns_addr, path=tmp / "services.pcapng")
@@ -280,8 +321,9 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         capture_s = time.monotonic() - t_capture
         progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
 
-        decode = {ports[k]: PROTOCOLS[protocols[k]].dissector for k in ports}
-        service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"})
+        decode = {ports[k]: framing[k][0] for k in ports}
+        service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"},
+                                 keylog=keylog if keylog is not None and keylog.exists() else None)
         if db_cap is not None:
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
             db_layers = dissect(db_cap.path, {db_port: "mongo"})
@@ -295,7 +337,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                     (keep_pcap / cap.path.name).write_bytes(cap.path.read_bytes())
 
         results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
-                          ports, protocols, db_port)
+                          ports, protocols, db_port, {k: t for k, (_, t) in framing.items()})
         results["context"] = run_context(
             lab.mode, lab.database, lab.implementations,
             capture={"interface": link.host_if if link else "lo",
@@ -305,6 +347,13 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                      "warmup_operations": 2, "tshark": _tshark_version(),
                      "capture_seconds": round(capture_s, 2)})
         results["context"]["payload_source"] = APP_PAYLOAD_SOURCE
+        # The subjects whose framing is not their protocol's (a variant over HTTP/2, or over TLS).
+        results["context"]["subject_framing"] = {
+            k: {"dissector": d, "transport": t, "payload": "HTTP/2 DATA frame payloads"
+                if t == "http2" and PROTOCOLS[protocols[k]].transport == "http" else APP_PAYLOAD_SOURCE[protocols[k]],
+                "decrypted_with_client_key_log": d == "tls"}
+            for k, (d, t) in framing.items() if (d, t) != (PROTOCOLS[protocols[k]].dissector,
+                                                         PROTOCOLS[protocols[k]].transport)}
         results["context"]["records"] = _record_sizes()
     results["context"]["elapsed_seconds"] = round(time.monotonic() - started, 2)
     return results
@@ -329,7 +378,10 @@ def _record_sizes() -> dict[str, Any]:
 
 def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[int, Layers],
             db_packets: list[Packet], db_layers: dict[int, Layers], ports: dict[str, int],
-            protocols: dict[str, str], db_port: int) -> dict[str, Any]:
+            protocols: dict[str, str], db_port: int,
+            transports: dict[str, str] | None = None) -> dict[str, Any]:
+    """`transports`: a subject's own framing where it is not its protocol's (subject_framing)."""
+    transports = transports or {}
     by_stream = streams(packets)
     db_ops = operation_streams(db_packets, db_layers, db_port)
     db_work = [p for p in db_packets if p.stream in db_ops]
@@ -356,7 +408,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
                 problems.append(f"{name} {op} steady: {syns} SYNs, {n_streams} connections")
             steady.setdefault(name, {})[op] = {
                 **summary(tally(window, port), nops,
-                          app_payload(window, layers, port, protocols[name])),
+                          app_payload(window, layers, port, protocols[name], transports.get(name, ""))),
                 "n": nops, "syn_packets": syns, "connections": n_streams}
         elif kind == "new_connection":
             port = ports[name]
@@ -365,8 +417,9 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             if len(opened) != 1:
                 problems.append(f"{name} {op} new connection: {len(opened)} connections opened")
             stream = [p for s in opened for p in by_stream[s]]
-            phases = connection_phases(stream, layers, port, protocols[name])
-            total = summary(tally(stream, port), 1, app_payload(stream, layers, port, protocols[name]))
+            phases = connection_phases(stream, layers, port, protocols[name], transports.get(name, ""))
+            total = summary(tally(stream, port), 1,
+                            app_payload(stream, layers, port, protocols[name], transports.get(name, "")))
             candidates.setdefault((name, op), []).append(({
                 "total": total,
                 "phases": {ph: summary(s) for ph, s in phases.items()},

@@ -5,7 +5,12 @@ requests sends (clients/http.py RequestsTransport), so a service receives the
 same request line, headers and body from the load instrument as from the
 latency suite. requests asks for gzip and deflate (Accept-Encoding), and a server
 may answer in either: they are decoded here as requests decodes them, so that the
-load instrument reads the same body. Import it only in a process gevent has patched."""
+load instrument reads the same body. Import it only in a process gevent has patched.
+
+Over HTTP/2 (lab/axes.py, axis http) the transport is the latency suite's own (httpx with
+h2, clients/http.py: gevent's patching makes its sockets and locks cooperative), each user
+on a connection of its own, or, with `shared`, every user of the process on one connection,
+each call a stream of it (the load instrument's --share-connection)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from urllib.parse import urlsplit
 import requests
 from geventhttpclient import HTTPClient
 
-from clients.http import Reply, accept_encoding
+from clients.http import HttpxTransport, Reply, SharedHttp2, Transport, accept_encoding, check_http
 
 # What requests adds to every request (requests.utils.default_headers()), in its order.
 REQUESTS_HEADERS = dict(requests.utils.default_headers())
@@ -41,14 +46,20 @@ def decode(body: bytes, encoding: str) -> bytes:
 
 
 class GeventTransport:
-    def __init__(self, endpoint: str, timeout: float, compression: str | None = None):
+    """`ca_file`: over TLS (an https:// endpoint: a +tls13 or +tls12 subject), the CA the server's
+    certificate must chain to (the lab's: lab/tls.py), in place of the system's."""
+
+    def __init__(self, endpoint: str, timeout: float, compression: str | None = None, ca_file: str | None = None):
         parts = urlsplit(endpoint)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"not an http:// endpoint: {endpoint!r}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http:// or https:// endpoint: {endpoint!r}")
+        if (parts.scheme == "https") != bool(ca_file):
+            raise ValueError(f"{endpoint}: an https:// endpoint with the CA to verify (ca_file), or http:// without")
         asked = accept_encoding(compression)
         headers = REQUESTS_HEADERS if asked is None else {**REQUESTS_HEADERS, "Accept-Encoding": asked}
-        self.client = HTTPClient(parts.hostname, parts.port or 80, headers=headers,
-                                 connection_timeout=timeout, network_timeout=timeout, concurrency=1)
+        secure = {"ssl": True, "ssl_options": {"ca_certs": ca_file}} if ca_file else {}
+        self.client = HTTPClient(parts.hostname, parts.port or (443 if ca_file else 80), headers=headers,
+                                 connection_timeout=timeout, network_timeout=timeout, concurrency=1, **secure)
         self.origin = f"{parts.scheme}://{parts.netloc}"
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> Reply:
@@ -64,3 +75,22 @@ class GeventTransport:
 
     def close(self) -> None:
         self.client.close()
+
+
+_SHARED = SharedHttp2()  # this process's shared HTTP/2 connections
+
+
+def load_transport(endpoint: str, timeout: float, compression: str | None = None, http: str | None = None,
+                   ca_file: str | None = None, shared: bool = False) -> Transport:
+    """The transport of a Locust user: HTTP/1.1 over geventhttpclient (one connection per user;
+    cleartext), HTTP/2 over httpx (one connection per user, or with `shared` one per process)."""
+    http = check_http(http, ca_file)
+    if http == "h1":
+        if shared:
+            raise ValueError("HTTP/1.1 carries one request at a time on a connection: users share a "
+                             "connection over HTTP/2 only (a subject +h2 or +h2c)")
+        return GeventTransport(endpoint, timeout, compression, ca_file)
+    if shared:
+        parts = urlsplit(endpoint)
+        return _SHARED.transport(f"{parts.scheme}://{parts.netloc}", timeout, http, ca_file, compression)
+    return HttpxTransport(timeout, http, ca_file, compression)

@@ -32,13 +32,15 @@ What a descriptor says:
     error_spelling   that spelling in words, for the documentation and test messages
     messaging        True: one connection per client carries request and reply messages
                      (WebSocket, socket.io): a load user holds it for the whole run
-    load_client      "module:function" (endpoint, timeout, compression=None) -> its client (compression:
-                     its variant's, lab/axes.py), made to cooperate with
+    load_client      "module:function" (endpoint, timeout, **its variant's client options, lab/axes.py;
+                     shared=True when the load instrument asks its users to share a connection, which
+                     only an HTTP/2 client can) -> its client, made to cooperate with
                      gevent for the Locust users (load/locustfile.py) that drive it: imported
                      only in a Locust process, which gevent has patched; or None with `no_load`
                      saying why
     fuzzer           "module:function" of its fuzz strategies (clients.<p>.fuzz:fuzzer), called
-                     as fuzzer(endpoint, seeded_ids) by fuzz/runner.py, which seeds the collection
+                     as fuzzer(endpoint, seeded_ids, **its variant's client options: none for a base;
+                     http and ca_file for an HTTP/2 subject) by fuzz/runner.py, which seeds the collection
     crosscheck       the folder of its non-Python concurrency-1 client (clients/<p>/crosscheck, built
                      and run as its crosscheck.toml says), or None with `no_crosscheck` saying why
     crosscheck_plan  "module:function" (endpoint, op, params) -> the request as data, exactly as its

@@ -16,6 +16,7 @@ from clients.fuzzing import Tally
 from clients.protocols import PROTOCOLS as DESCRIPTORS
 from contract.game import check_game
 from lab import dataset
+from lab.environment import client_options
 from lab.stack import Lab
 from services.common.store import Store
 
@@ -138,7 +139,9 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
         # The ids the collection holds, in the dataset's order, for the fuzzer to draw
         # on (its updates and deletes hit): the clients know no dataset.
         seeded_ids = list(model.games)
-        strategy, execute, close = DESCRIPTORS[impl.protocol].fuzzer_function()(lab.endpoints[name], seeded_ids)
+        # A variant's client options (lab/axes.py: its HTTP version, its CA) when it has any.
+        strategy, execute, close = DESCRIPTORS[impl.protocol].fuzzer_function()(
+            lab.endpoints[name], seeded_ids, **client_options(impl))
         key = (impl.protocol, cases, seed)
         if key not in _DRAWN:
             _DRAWN[key] = draw(strategy, cases, seed)
@@ -148,7 +151,7 @@ def run(lab: Lab, name: str, cases: int, seed: int = 0) -> Tally:
             close()
         model.compare_all("end of run")
         try:
-            check_health(impl.protocol, lab.endpoints[name])
+            check_health(impl.protocol, lab.endpoints[name], **client_options(impl))
         except Exception as exc:
             tally.fail("health after the run", f"the service no longer serves: {exc!r}")
     finally:

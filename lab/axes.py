@@ -44,7 +44,9 @@ class Value:
     summary: str
     service_env: Mapping[str, str] = field(default_factory=dict)   # set on the service's environment
     client: Mapping[str, Any] = field(default_factory=dict)        # the protocol client's keyword options
-    capture: Mapping[str, Any] = field(default_factory=dict)       # what the wire capture must know
+    capture: Mapping[str, Any] = field(default_factory=dict)       # what the wire capture must know:
+    #   "framing": the tshark dissector of its requests when not its protocol's own ("http2");
+    #   "tls": the TLS version it is wrapped in (the capture decodes it with the clients' key log)
     requires: tuple[str, ...] = ()                                 # of the host: "root", "docker", "netns"
     not_in_docker: str = ""                                        # why Docker mode leaves it out ("": it runs there)
     port_shift: int = 0   # added to the manifest's port_offset, unless its [variant.<value>] sets one
@@ -100,6 +102,28 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
               service_env=_frozen(LAB_TLS="1.2", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
               client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.2"}),
               not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=300),
+    )),
+    # HTTP/2 for the protocols whose calls are HTTP requests or whose feeds are HTTP streams.
+    # h2 is HTTP/2 over TLS 1.3, chosen by ALPN (the service offers h2 and http/1.1; the tls axis'
+    # certificate, key and CA); h2c is cleartext HTTP/2 with prior knowledge (RFC 9113, 3.3). The
+    # lab's client speaks HTTP/2 (httpx with h2) and checks every answer came in HTTP/2: an h2c
+    # subject that answers in HTTP/1.1 is an error, never a silent fallback (clients/http.py).
+    Axis("http", "the HTTP version between the client and the service: HTTP/1.1 (the base), HTTP/2 over "
+                 "TLS by ALPN (h2), or cleartext HTTP/2 with prior knowledge (h2c). Not measured by "
+                 "default: LAB_VARIANTS=http", (
+        Value("h1", "HTTP/1.1 as the service runs it without a suffix; the lab's client as it is"),
+        Value("h2", "HTTP/2 over TLS 1.3: the service offers h2 and http/1.1 by ALPN, the lab's client "
+                    "(httpx with h2) verifies the lab's CA and that h2 was chosen",
+              service_env=_frozen(LAB_HTTP="h2", LAB_TLS="1.3", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
+              client=MappingProxyType({"http": "h2", "ca_file": "{tls_ca}"}),
+              capture=MappingProxyType({"framing": "http2", "tls": "1.3"}),
+              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=400),
+        Value("h2c", "cleartext HTTP/2 with prior knowledge: the lab's client opens with the connection "
+                     "preface, and an answer in HTTP/1.1 is an error",
+              service_env=_frozen(LAB_HTTP="h2c"),
+              client=MappingProxyType({"http": "h2c"}),
+              capture=MappingProxyType({"framing": "http2"}),
+              port_shift=500),
     )),
     Axis("compression",
          "the payload compressed by the protocol's own mechanism, negotiated the way its clients do it: "

@@ -32,7 +32,7 @@ The manifest (the same format for every language; services/README.md):
     workers = ["gevent", "gthread"]   # per axis, its base (the subject without a suffix) first
 
     [variant.gthread]                 # optional: what the manifest says differently of that variant
-    server = "gunicorn (gthread)"     # (server, concurrency, operations, port_offset, [load], [bench])
+    server = "gunicorn (gthread)"     # (server, concurrency, operations, port_offset, command, [load], [bench])
     port_offset = 11
 
     [unsupported]                     # optional: per axis its library cannot serve, why (printed
@@ -153,6 +153,14 @@ class Implementation:
         for axis, value in self.values:
             options.update(axes.VARIANT_AXES[axis].value(value).client)
         return options
+
+    def capture(self) -> dict[str, Any]:
+        """What its variant's values tell the wire capture (lab/axes.py, Value.capture): the framing
+        tshark decodes when it is not its protocol's own ("framing": "http2"), the TLS it is wrapped in."""
+        found: dict[str, Any] = {}
+        for axis, value in self.values:
+            found.update(axes.VARIANT_AXES[axis].value(value).capture)
+        return found
 
     @property
     def secure(self) -> bool:
@@ -314,7 +322,9 @@ def _lock_versions(lockfile: str, packages: Sequence[str]) -> dict[str, str]:
 
 
 # What a [variant.<value>] table may say differently of its variant.
-VARIANT_OVERRIDES = ("server", "concurrency", "operations", "port_offset", "load", "bench")
+# `command`: the [run] command of a variant another server runs (a Python WSGI app under
+# hypercorn for HTTP/2, lab/axes.py axis http); its image in Docker mode is its own (compose.py).
+VARIANT_OVERRIDES = ("server", "concurrency", "operations", "port_offset", "command", "load", "bench")
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -351,8 +361,8 @@ def _with_variant(manifest: dict[str, Any], values: dict[str, str]) -> dict[str,
     run = dict(merged.get("run", {}))
     for value in values.values():
         for key, setting in manifest.get("variant", {}).get(value, {}).items():
-            if key == "port_offset":
-                run["port_offset"] = setting
+            if key in ("port_offset", "command"):
+                run[key] = setting
             elif isinstance(setting, dict):
                 merged[key] = {**merged.get(key, {}), **setting}
             else:

@@ -53,6 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--netns", action="store_true",
                    help="every Locust worker in its own network namespace (a simulated host), joined to the "
                         "services' by veth at MTU 1500 (implies --workers 2 unless given)")
+    p.add_argument("--share-connection", action="store_true",
+                   help="a subject whose client multiplexes (+h2, +h2c: HTTP/2) has every user of a Locust "
+                        "process on one connection, a stream each; the others keep a connection per user. "
+                        "With --impl X X+h2c: N users on N HTTP/1.1 connections beside N streams on one")
     p.add_argument("--out", type=_result_name, metavar="NAME",
                    help="results/load/NAME-<date>.json and NAME-latest.json (default NAME: the scenario)")
 

@@ -49,7 +49,7 @@ def settings_from(args: argparse.Namespace, pins: pinning.Pinning, **kw: Any) ->
     workers = args.workers or (2 if args.netns else 0)
     values = {"operation": args.operation, "warmup_s": args.warmup, "steady_s": args.duration,
               "p99_limit_ms": args.p99_limit, "pinning": pins, "target_host": args.target_host,
-              "workers": workers, **kw}
+              "workers": workers, "share_connection": getattr(args, "share_connection", False), **kw}
     return runner.Settings(**values)
 
 
@@ -71,7 +71,8 @@ def load_context(args: argparse.Namespace, s: runner.Settings, pins: pinning.Pin
         "pinning": pins.describe(), "workers": s.workers,
         "generator_processes": s.workers + 1 if s.workers else 1, "wake_lag_limit_ms": runner.WAKE_LAG_LIMIT_MS,
         "tail_answers": {"p99": 1000, "p99_9": 10000},
-        "target_host": s.target_host, "netns": bool(args.netns)}}
+        "target_host": s.target_host, "netns": bool(args.netns),
+        "share_connection": s.share_connection}}
 
 
 def write(name: str, data: dict[str, Any], directory: Any = RESULTS, *, kind: str) -> Any:

@@ -50,6 +50,7 @@ class Plan:
     timeout_s: float = 10.0
     connect_s: float = 10.0    # messaging: the window waits this long at most for every connection
     client_options: dict[str, Any] = field(default_factory=dict)  # what its variant sets on the client (lab/axes.py)
+    share_connection: bool = False  # every user of a Locust process on one connection, a stream each (HTTP/2)
 
     def argv(self, result: Path) -> list[str]:
         return ["--lab-impl", self.implementation, "--lab-operation", self.operation,
@@ -57,7 +58,7 @@ class Plan:
                 "--lab-warmup", f"{self.warmup_s:g}", "--lab-steady", f"{self.steady_s:g}",
                 "--lab-duration", f"{self.duration_s:g}", "--lab-calls", str(self.calls),
                 "--lab-timeout", f"{self.timeout_s:g}", "--lab-connect-s", f"{self.connect_s:g}",
-                "--lab-result", str(result)]
+                "--lab-result", str(result), *(["--lab-share-connection"] if self.share_connection else [])]
 
     def targets(self) -> str:
         target: dict[str, Any] = {"protocol": self.protocol, "endpoint": self.endpoint}

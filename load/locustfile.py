@@ -139,6 +139,9 @@ def _arguments(parser: Any) -> None:
     parser.add_argument("--lab-interval-ms", type=float, default=1000.0, include_in_web_ui=False)
     parser.add_argument("--lab-timeout", type=float, default=10.0, include_in_web_ui=False,
                         help="per call, s")
+    parser.add_argument("--lab-share-connection", action="store_true", include_in_web_ui=False,
+                        help="every user of this process on one connection, each call a stream of it "
+                             "(a subject whose client multiplexes: HTTP/2); default: a connection per user")
     parser.add_argument("--lab-result", default="", include_in_web_ui=False,
                         help="the master (or the local process) writes the merged result here")
 
@@ -287,7 +290,8 @@ def _kind(exc: BaseException) -> str:
 
 class LabUser(User):
     """One client of the implementation chosen (--lab-impl): one connection,
-    held for the whole run, one operation after another."""
+    held for the whole run, one operation after another (with --lab-share-connection,
+    one stream of the process's one connection)."""
 
     def wait_time(self) -> float:
         return self.environment.parsed_options.lab_think_ms / 1000
@@ -312,7 +316,8 @@ class LabUser(User):
         t0 = time.perf_counter_ns()
         start_ns = time.time_ns()
         try:
-            self.client = CONNECT[self.protocol](self.endpoint, o.lab_timeout, **self.client_options)
+            shared = {"shared": True} if o.lab_share_connection else {}
+            self.client = CONNECT[self.protocol](self.endpoint, o.lab_timeout, **self.client_options, **shared)
         except Exception as exc:  # counted, and tried again on the next call
             RECORDER.failed(self.environment, time.time_ns(), f"connect:{_kind(exc)}")
             self.client = None

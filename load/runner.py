@@ -29,6 +29,7 @@ from typing import Any
 
 from clients import check_health
 from clients.protocols import get as protocol
+from lab.environment import client_options
 from lab.host.pinning import Pinning, pin_tree
 from lab.registry import Implementation
 from lab.resources import Sampler
@@ -66,6 +67,18 @@ class Settings:
     ws_connect_s_per_client: float = 1 / 250  # messaging: run time added per client to connect them all
     # Worker namespaces (load.netns): (namespace, the address it dials the services at).
     netns: list[tuple[str, str]] = field(default_factory=list)
+    # The users of a Locust process on one connection, a stream each, where the subject's client
+    # multiplexes (its variant speaks HTTP/2: lab/axes.py, axis http); the others a connection per user.
+    share_connection: bool = False
+
+
+# The client options (lab/axes.py, axis http) under which a client multiplexes calls on one connection.
+MULTIPLEXED = ("h2", "h2c")
+
+
+def shares_connection(impl: Implementation, s: Settings) -> bool:
+    """Do this run's users share one connection per Locust process?"""
+    return s.share_connection and impl.client_options().get("http") in MULTIPLEXED
 
 
 def max_connections(impl: Implementation) -> int | None:
@@ -114,7 +127,7 @@ def run(lab: Lab, impl: Implementation, s: Settings, *, model: str, clients: int
     plan = Plan(impl.name, impl.protocol, endpoint(lab, impl, s), operation=s.operation, model=model,
                 users=clients, rate=rate or 0.0, warmup_s=warmup, steady_s=steady,
                 duration_s=duration or 0.0, calls=calls or 0, connect_s=max(1.0, connect_allowance),
-                client_options=impl.client_options())
+                client_options=client_options(impl), share_connection=shares_connection(impl, s))
     pinning = s.pinning
     pids = {impl.name: lab.pids[impl.name]}
     if lab.database.pid:
@@ -149,7 +162,7 @@ def settle(lab: Lab, impl: Implementation, prompt_s: float = 0.25, timeout: floa
     while time.monotonic() - began < timeout:
         t = time.monotonic()
         try:
-            check_health(impl.protocol, lab.endpoints[impl.name])
+            check_health(impl.protocol, lab.endpoints[impl.name], **client_options(impl))
         except Exception:  # still busy (timed out): ask again
             pass
         else:
@@ -233,6 +246,7 @@ def _row(impl: Implementation, s: Settings, plan: Plan, result: dict[str, Any], 
     return {
         "implementation": impl.name, "protocol": impl.protocol, "operation": s.operation,
         "model": plan.model, "clients": plan.users, "rate": plan.rate or None,
+        "connections": "one per Locust process, a stream per user" if plan.share_connection else "one per user",
         "calls_per_client": plan.calls or None, "window_s": m["window_s"],
         "latency_us": latency, "latency_clock": "time.perf_counter_ns() in each Locust user (1 ns)",
         "latency_from": "the scheduled start" if plan.model == "open" else "the call's start",

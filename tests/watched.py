@@ -41,7 +41,10 @@ def watch(client: Any) -> Any:
     _WATCHED.add(id(client))
     if isinstance(client, RestClient | SoapClient):
         kind = "rest" if isinstance(client, RestClient) else "soap"
-        client.session.hooks["response"].append(lambda response, *a, **k: _SEEN[kind].append(response))
+        if client.session is not None:  # requests (HTTP/1.1)
+            client.session.hooks["response"].append(lambda response, *a, **k: _SEEN[kind].append(response))
+        else:  # an HTTP/2 subject's httpx client (clients/http.py HttpxTransport): read by the time it is checked
+            client.transport.client.event_hooks["response"].append(lambda response: _SEEN[kind].append(response))
     elif isinstance(client, WebSocketClient):
         receive = client.ws.receive
 
@@ -97,7 +100,8 @@ def checked() -> list[str]:
     """Validate what was recorded since the last call; the problems found."""
     problems: list[str] = []
     for response in _SEEN["rest"]:
-        path = response.request.path_url.split("?")[0]
+        request = response.request  # requests' PreparedRequest, or httpx's Request
+        path = (request.path_url if hasattr(request, "path_url") else request.url.path).split("?")[0]
         problems += rest_response_errors(response.request.method, path, response.status_code,
                                          response.headers.get("Content-Type"), response.content)
     for message in _SEEN["ws"] + _SEEN["socketio"]:

@@ -15,7 +15,7 @@ DESCRIPTOR = Protocol(
     endpoint="http://{host}:{port}/graphql", default_port=8000, transport="http",
     payload="http_body",
     payload_source="HTTP body (query + variables / data): http.content_length",
-    client_packages=("requests", "urllib3"), native_error=graphql_error,
+    client_packages=("requests", "urllib3", "httpx", "h2"), native_error=graphql_error,
     error_spelling="errors[].extensions.code = the contract code, HTTP 200/400 "
                    "(413 when too large, 503 allowed when unavailable)",
     fuzzer="clients.graphql.fuzz:fuzzer", load_client="clients.graphql.load:connect",

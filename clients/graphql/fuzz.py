@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from clients.base import CALL_TIMEOUT
 from clients.fuzzing import Model, Tally
+from clients.http import check_http, http2_client, require_http2, trust_only
 from contract.errors import ERRORS, INTERNAL
 from contract.validate import GRAPHQL_SDL_PATH
 
@@ -58,7 +59,10 @@ def _writes(document: str) -> list[tuple[str, str, str | None]]:
     return found
 
 
-def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
+def fuzzer(endpoint: str, seeded_ids: Sequence[str], http: str | None = None, ca_file: str | None = None,
+           compression: str | None = None):
+    """`http`, `ca_file` (lab/axes.py): the subject's HTTP version and CA; an HTTP/2 subject's
+    documents go over httpx with h2, each answer checked to be HTTP/2 (clients/http.py)."""
     sdl = GRAPHQL_SDL_PATH.read_text()
     Mode = hypothesis_graphql.Mode
     documents = st.one_of(
@@ -75,12 +79,27 @@ def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     )
     strategy = st.tuples(documents, st.sampled_from(ACCEPTS), st.booleans())
     session = requests.Session()
+    if ca_file:
+        trust_only(session, ca_file)
+    http = check_http(http, ca_file)
+    h2 = http2_client(http, CALL_TIMEOUT, ca_file) if http != "h1" else None
+
+    def close() -> None:
+        session.close()
+        if h2 is not None:
+            h2.close()
 
     def execute(case: Any, tally: Tally, model: Model) -> None:
         (valid, document), accept, over_get = case
         headers = {"Accept": accept} if accept else {}
         is_query = not document.lstrip().startswith("mutation")
-        if over_get and is_query:
+        response: Any
+        if h2 is not None:
+            response = (h2.get(endpoint, params={"query": document}, headers=headers) if over_get and is_query
+                        else h2.post(endpoint, content=json.dumps({"query": document}).encode(),
+                                     headers={**headers, "Content-Type": "application/json"}))
+            require_http2(response, http)
+        elif over_get and is_query:
             response = session.get(endpoint, params={"query": document}, headers=headers, timeout=CALL_TIMEOUT)
         else:
             response = session.post(endpoint, data=json.dumps({"query": document}),
@@ -119,4 +138,4 @@ def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
                 touched.append(str(literal))
         model.check(case, tuple(touched))
 
-    return strategy, execute, session.close
+    return strategy, execute, close

@@ -1,4 +1,4 @@
-"""REST over HTTP/1.1 with one keep-alive requests.Session."""
+"""REST over HTTP/1.1 with one keep-alive requests.Session, or over HTTP/2 (h2, h2c) with httpx (clients/http.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from urllib.parse import quote, urlencode
 import requests
 
 from clients.base import CALL_TIMEOUT, Game
-from clients.http import Reply, RequestsTransport, Transport
+from clients.http import Reply, Transport
+from clients.http import transport as http_transport
 from contract.codec import dumpb, loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, error_for
 
@@ -19,12 +20,13 @@ class RestClient:
     protocol = "rest"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, transport: Transport | None = None,
-                 ca_file: str | None = None, compression: str | None = None):
+                 ca_file: str | None = None, compression: str | None = None, http: str | None = None):
         """`ca_file`: the CA a TLS server must chain to (lab/tls.py); `compression` (lab/axes.py):
-        what the transport asks the server for (Accept-Encoding)."""
+        what the transport asks the server for (Accept-Encoding); `http` (lab/axes.py, axis http):
+        "h2" or "h2c" for HTTP/2 over httpx, every answer checked to be HTTP/2 (clients/http.py)."""
         self.base = endpoint.rstrip("/")
         self.timeout = timeout
-        self.transport = transport or RequestsTransport(timeout, ca_file, compression)
+        self.transport = transport or http_transport(timeout, http, ca_file, compression)
         self.session = getattr(self.transport, "session", None)  # requests' (tests watch it)
 
     def _call(self, method: str, path: str, body: bytes | None = None,

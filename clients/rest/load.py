@@ -1,8 +1,11 @@
-"""REST in a Locust process: the lab's RestClient over geventhttpclient (clients/cooperative.py)."""
+"""REST in a Locust process: the lab's RestClient over geventhttpclient (HTTP/1.1), or over
+httpx with h2 for an HTTP/2 subject, its users on one shared connection when asked (clients/cooperative.py)."""
 
-from clients.cooperative import GeventTransport
+from clients.cooperative import load_transport
 from clients.rest.client import RestClient
 
 
-def connect(endpoint: str, timeout: float, compression: str | None = None) -> RestClient:
-    return RestClient(endpoint, timeout, transport=GeventTransport(endpoint, timeout, compression))
+def connect(endpoint: str, timeout: float, compression: str | None = None, http: str | None = None,
+            ca_file: str | None = None, shared: bool = False) -> RestClient:
+    transport = load_transport(endpoint, timeout, compression, http, ca_file, shared)
+    return RestClient(endpoint, timeout, transport=transport)

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 import httpx
 
 from clients.base import CALL_TIMEOUT, Event
-from clients.http import accept_encoding
+from clients.http import NotHttp2, accept_encoding, check_http, http2_client, require_http2
 from contract.codec import loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
 from services.common.feeds import KEEPALIVE_SECONDS, PUSH
@@ -80,25 +80,37 @@ class SseClient:
     protocol = "sse"
 
     def __init__(self, endpoint: str, timeout: float = CALL_TIMEOUT, http2: bool = False,
-                 ca_file: str | None = None, compression: str | None = None):
+                 ca_file: str | None = None, compression: str | None = None, http: str | None = None):
         """`compression` (lab/axes.py): the Accept-Encoding it asks with (httpx decodes
-        a gzip stream as it arrives, event by event, when the server sync-flushes it)."""
+        a gzip stream as it arrives, event by event, when the server sync-flushes it).
+        `http` (lab/axes.py, axis http): "h2" (over TLS, ALPN offering h2 and http/1.1) or
+        "h2c" (prior knowledge), every answer checked to be HTTP/2 (clients/http.py
+        require_http2); `http2` (a push way's option): HTTP/2 without that check."""
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
+        self.checked = check_http(http, ca_file) if http else None
         asked = accept_encoding(compression)
+        timeouts = httpx.Timeout(timeout, read=max(timeout, KEEPALIVE_SECONDS + 5))
+        if self.checked in ("h2", "h2c"):
+            self.http = http2_client(self.checked, timeouts, ca_file, {"Accept-Encoding": asked} if asked else None)
+            return
         # HTTP/2 over cleartext is prior knowledge (h2c): http1 off, http2 on; over TLS
         # (https://) the same switches make ALPN offer "h2" alone, or "http/1.1" alone.
         # `ca_file`: the CA the server's certificate must chain to (the lab's: lab/tls.py).
         verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
         self.http = httpx.Client(http1=not http2, http2=http2, verify=verify,
-                                 headers={"Accept-Encoding": asked} if asked else None,
-                                 timeout=httpx.Timeout(timeout, read=max(timeout, KEEPALIVE_SECONDS + 5)))
+                                 headers={"Accept-Encoding": asked} if asked else None, timeout=timeouts)
+
+    def _check(self, response: httpx.Response) -> None:
+        if self.checked in ("h2", "h2c"):
+            require_http2(response, self.checked)
 
     def health(self) -> None:
         try:
             response = self.http.get(f"{self.endpoint}/health")
         except httpx.HTTPError as exc:
             raise Unavailable(f"no answer: {exc}", native=type(exc).__name__) from None
+        self._check(response)
         if response.status_code != 200:
             raise _error(response)
 
@@ -117,6 +129,11 @@ class SseClient:
             response = context.__enter__()
         except httpx.HTTPError as exc:
             raise Unavailable(f"no answer: {exc}", native=type(exc).__name__) from None
+        try:
+            self._check(response)
+        except NotHttp2:
+            context.__exit__(None, None, None)
+            raise
         if response.status_code != 200:
             response.read()
             context.__exit__(None, None, None)

@@ -9,6 +9,7 @@ stores nothing: the model checks that no case changed the collection."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from clients.base import CALL_TIMEOUT
 from clients.fuzzing import Model, Tally, hostile_text
+from clients.http import check_http, http2_client, require_http2
 from clients.sse.client import EventStream
 from contract.codec import loads
 from contract.errors import INVALID_ARGUMENT
@@ -108,8 +110,21 @@ def _routes() -> st.SearchStrategy[Case]:
         hostile_text(20).map(lambda p: Case("route", [("feed", "synthetic")], path="/" + quote(p, safe="") + "x")))
 
 
-def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
-    http = httpx.Client(timeout=httpx.Timeout(CALL_TIMEOUT))
+def fuzzer(endpoint: str, seeded_ids: Sequence[str], http: str | None = None, ca_file: str | None = None,
+           compression: str | None = None):
+    """`http`, `ca_file` (lab/axes.py): the subject's HTTP version and CA; over HTTP/2 each stream
+    is checked to be HTTP/2 (clients/http.py)."""
+    version = check_http(http, ca_file)
+    verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
+    client = httpx.Client(timeout=httpx.Timeout(CALL_TIMEOUT), verify=verify)
+
+    def connection() -> httpx.Client:
+        # Over HTTP/2 a connection per case: httpcore 1.0 closes a stream read in part (a case that
+        # stops reading a feed) without RST_STREAM and without returning its unread DATA to the
+        # connection's flow-control window, so a long feed left behind stalls every later stream
+        # of the connection (ReadTimeout), which is the client's fault, not the service's.
+        return client if version == "h1" else http2_client(version, httpx.Timeout(CALL_TIMEOUT), ca_file)
+
     base = endpoint.rstrip("/")
     strategy = st.one_of(_valid(), _invalid(), _either(), _routes())
 
@@ -118,7 +133,18 @@ def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
         if case.last_event_id is not None:  # a header value: printable, no surrounding space, as UTF-8
             case.last_event_id = "".join(c for c in case.last_event_id if c.isprintable()).strip() or "x"
             headers["last-event-id"] = case.last_event_id.encode("utf-8", "replace")  # type: ignore[assignment]
-        with http.stream(case.method, base + case.target(), headers=headers) as response:
+        http_client = connection()
+        try:
+            _execute(http_client, case, headers, tally)
+        finally:
+            if http_client is not client:
+                http_client.close()
+        model.check(case)
+
+    def _execute(http_client: httpx.Client, case: Case, headers: dict[str, str], tally: Tally) -> None:
+        with http_client.stream(case.method, base + case.target(), headers=headers) as response:
+            if version != "h1":
+                require_http2(response, version)
             status = response.status_code
             tally.saw(f"{case.kind} {status}")
             if status >= 500:
@@ -128,9 +154,8 @@ def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
                 _stream(case, response, tally)
             else:
                 _refused(case, response, tally)
-        model.check(case)
 
-    return strategy, execute, http.close
+    return strategy, execute, client.close
 
 
 def _refused(case: Case, response: httpx.Response, tally: Tally) -> None:

@@ -59,7 +59,7 @@ from lab.database import Database, durability_text, external, mode_text, secantu
 from lab.environment import RUN_SETTINGS, run_settings, service_environment
 from lab.host import dockerd
 from lab.processes import free_ports
-from lab.registry import TOOLCHAIN_MINIMUMS, Implementation, every_variant, glob_files, select
+from lab.registry import TOOLCHAIN_MINIMUMS, Implementation, every_variant, glob_files, select, variant
 from lab.running import Lab
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
@@ -142,8 +142,13 @@ def service_name(impl: Implementation) -> str:
 
 def image_name(impl: Implementation) -> str:
     """The image's name: its base implementation's, which its variants share (a variant
-    differs in its environment only)."""
-    return impl.base.replace("/", "-").replace("_", "-").lower()
+    differs in its environment only), unless the variant runs another command (its manifest's
+    [variant.<value>] command: another server, e.g. hypercorn for HTTP/2): the command is
+    the image's own (SERVICE_COMMAND), so that variant has an image of its own."""
+    name = impl.base.replace("/", "-").replace("_", "-").lower()
+    if impl.command != variant(impl.base).command:
+        name += "-" + "-".join(impl.variant).replace("_", "-").lower()
+    return name
 
 
 def port_variable(impl: Implementation) -> str:
@@ -440,7 +445,7 @@ class ComposeStack:
         images_built: set[str] = set()
         for impl in stale:  # one at a time, so that each image's time is its own
             if self.image_of(impl) in images_built:
-                continue  # a variant's image is its base's
+                continue  # a variant's image is its base's (unless its command is another)
             images_built.add(self.image_of(impl))
             base = ", ".join(self.images.chosen[v] for _, v, _ in language_of(impl).images)
             print(f"protolab: building {service_name(impl)} ({impl.language}, on {base})", flush=True)

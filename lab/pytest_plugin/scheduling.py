@@ -37,6 +37,7 @@ ONE_WORKER = {
     "fuzz": ("test_fuzz.py",),
     "profiling": ("test_profiling.py",),  # one profiling run (a module fixture) for all its tests
     "tls": ("test_tls.py",),  # one lab of TLS subjects (a module fixture) for all its tests
+    "http2": ("test_http2.py",),  # one lab of HTTP/2 subjects (a module fixture) for all its tests
 }
 
 

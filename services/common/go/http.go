@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -62,26 +63,66 @@ func HealthHandler(c *Contract, s *Store) http.HandlerFunc {
 	}
 }
 
-// ServeHTTP serves handler on HOST:PORT with net/http until SIGTERM or
-// SIGINT (a goroutine per connection; HTTP/1.1, and h2c where the handler
-// offers it). Over TLS (Listen) it offers HTTP/1.1 alone by ALPN, as in
-// cleartext.
-func ServeHTTP(handler http.Handler) {
-	serve(handler, "http/1.1")
+// HTTPVersion is the HTTP version the lab asks the service for (LAB_HTTP;
+// lab/axes.py, axis http): "h1" (unset: HTTP/1.1 as the service always ran),
+// "h2" (HTTP/2 over TLS, chosen by ALPN: LAB_TLS must be set) or "h2c"
+// (cleartext HTTP/2 with prior knowledge: LAB_TLS must not be). A bad setting
+// ends the process, saying why.
+func HTTPVersion() string {
+	want := os.Getenv("LAB_HTTP")
+	switch want {
+	case "", "h1":
+		return "h1"
+	case "h2":
+		if os.Getenv("LAB_TLS") == "" {
+			log.Fatalf("LAB_HTTP=h2 is HTTP/2 over TLS, chosen by ALPN: LAB_TLS must be set")
+		}
+	case "h2c":
+		if os.Getenv("LAB_TLS") != "" {
+			log.Fatalf("LAB_HTTP=h2c is cleartext HTTP/2: LAB_TLS must be unset")
+		}
+	default:
+		log.Fatalf("LAB_HTTP=%q: expected h1, h2 or h2c", want)
+	}
+	return want
 }
 
-// ServeHTTPAndH2 serves handler as ServeHTTP, and HTTP/2 besides: cleartext
-// HTTP/2 (h2c, prior knowledge or Upgrade) on a cleartext port, HTTP/2 by ALPN
-// ("h2") over TLS.
+// ServeHTTP serves handler on HOST:PORT with net/http until SIGTERM or
+// SIGINT (a goroutine per connection, and per stream over HTTP/2). HTTP/1.1
+// alone by default, in cleartext or over TLS (ALPN "http/1.1"); HTTP/2 when the
+// lab asks for it (HTTPVersion): over TLS ("h2") net/http's own HTTP/2 by
+// ALPN, offering "h2" and "http/1.1"; in cleartext ("h2c") http.Server's
+// Protocols (Go 1.24) with unencrypted HTTP/2 (prior knowledge, RFC 9113 3.3)
+// beside HTTP/1.1 on the same port.
+func ServeHTTP(handler http.Handler) {
+	switch HTTPVersion() {
+	case "h2":
+		serve(handler, nil, "h2", "http/1.1")
+	case "h2c":
+		protocols := new(http.Protocols)
+		protocols.SetHTTP1(true)
+		protocols.SetUnencryptedHTTP2(true)
+		serve(handler, protocols)
+	default:
+		serve(handler, nil, "http/1.1")
+	}
+}
+
+// ServeHTTPAndH2 serves handler as ServeHTTP, and HTTP/2 besides whatever
+// LAB_HTTP says (a push service's feeds over both): cleartext HTTP/2 (h2c,
+// prior knowledge or Upgrade) on a cleartext port, HTTP/2 by ALPN ("h2") over TLS.
 func ServeHTTPAndH2(handler http.Handler) {
+	HTTPVersion() // checked: h2 and h2c need TLS set or unset as for ServeHTTP
 	if TLSConfig() == nil {
 		handler = h2c.NewHandler(handler, &http2.Server{})
 	}
-	serve(handler, "h2", "http/1.1")
+	serve(handler, nil, "h2", "http/1.1")
 }
 
-func serve(handler http.Handler, alpn ...string) {
-	server := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+// serve runs the server: `protocols` as http.Server takes them (nil: its
+// default), `alpn` the protocols a TLS listener offers.
+func serve(handler http.Handler, protocols *http.Protocols, alpn ...string) {
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, Protocols: protocols}
 	if TLSConfig() != nil && !slices.Contains(alpn, "h2") {
 		// net/http takes "h2" from ALPN on its own unless told it serves nothing of HTTP/2
 		server.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}

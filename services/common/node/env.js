@@ -3,7 +3,7 @@
 // clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
 import { createServer as createHttp } from 'node:http';
-import { createSecureServer as createHttp2Secure } from 'node:http2';
+import { createServer as createHttp2, createSecureServer as createHttp2Secure } from 'node:http2';
 import { createServer as createHttps } from 'node:https';
 import tls from 'node:tls';
 
@@ -84,9 +84,40 @@ export function tlsOptions(alpn = ['http/1.1']) {
   return TLS && { ...TLS, ALPNProtocols: alpn };
 }
 
-/** An HTTP/1.1 server: node:http's, or node:https's over TLS (HTTP/1.1 by ALPN). */
+// --- the HTTP version (lab/axes.py, axis http) ---------------------------------
+// LAB_HTTP=h2: HTTP/2 over TLS, chosen by ALPN (h2, and http/1.1 for a client that
+// offers only that: node:http2's allowHTTP1); h2c: cleartext HTTP/2 with prior
+// knowledge (node:http2's createServer: HTTP/2 alone on the port, an HTTP/1.1
+// request is not understood); unset or h1: HTTP/1.1 as the services always ran.
+function httpVersion() {
+  const want = process.env.LAB_HTTP || 'h1';
+  const problem = !['h1', 'h2', 'h2c'].includes(want) ? 'expected h1, h2 or h2c'
+    : want === 'h2' && !TLS ? 'HTTP/2 over TLS, chosen by ALPN: LAB_TLS must be set'
+      : want === 'h2c' && TLS ? 'cleartext HTTP/2: LAB_TLS must be unset' : null;
+  if (problem) {
+    console.error(`LAB_HTTP=${want}: ${problem}`);
+    process.exit(1);
+  }
+  return want;
+}
+
+/** "h1", "h2" or "h2c". */
+export const HTTP = httpVersion();
+
+/** An HTTP server for the lab's HTTP version: HTTP/1.1 (node:http's, or node:https's over TLS,
+ * HTTP/1.1 by ALPN); HTTP/2 over TLS with HTTP/1.1 by ALPN beside it (h2); cleartext HTTP/2 (h2c).
+ * `options`: node:http's (keepAliveTimeout), left out of an HTTP/2 server's. */
 export function createHttpServer(options, handler) {
+  if (HTTP === 'h2') return createHttpAndH2SecureServer({}, handler);
+  if (HTTP === 'h2c') return createHttp2({}, handler);
   return TLS ? createHttps({ ...options, ...tlsOptions() }, handler) : createHttp(options, handler);
+}
+
+/** fastify's server options for the lab's HTTP version and TLS: { http2, https }. */
+export function fastifyServerOptions() {
+  if (HTTP === 'h2') return { http2: true, https: { ...tlsOptions(['h2', 'http/1.1']), allowHTTP1: true } };
+  if (HTTP === 'h2c') return { http2: true };
+  return { https: tlsOptions() }; // node:https over TLS when the lab asks for it, else null: node:http
 }
 
 /** HTTP/1.1 and HTTP/2 on one TLS port, chosen by ALPN (node:http2's secure server). */

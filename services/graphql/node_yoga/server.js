@@ -1,4 +1,5 @@
-// GraphQL over HTTP: graphql-yoga on Node's http server, the schema read from
+// GraphQL over HTTP: graphql-yoga on Node's http server (its http2 server for
+// LAB_HTTP=h2 or h2c, lab/axes.py: env.js createHttpServer), the schema read from
 // contract/schema.graphql, field names as the dataset's.
 //
 // POST /graphql with {"query", "variables", "operationName"}. The body is read
@@ -249,5 +250,5 @@ const server = noDelay(createHttpServer({ keepAliveTimeout: 75_000 }, (req, res)
 listen(server);
 onStop(() => new Promise((resolve) => {
   server.close(() => store.close().finally(resolve));
-  server.closeIdleConnections();
+  server.closeIdleConnections?.(); // node:http's; an HTTP/2 server's sessions end with the process (env.js onStop)
 }));

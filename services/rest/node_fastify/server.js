@@ -1,4 +1,5 @@
-// REST over HTTP/1.1: fastify on Node's http server (contract/openapi.yaml).
+// REST over HTTP/1.1: fastify on Node's http server (contract/openapi.yaml); over HTTP/2
+// (LAB_HTTP=h2 or h2c, lab/axes.py) on Node's http2 server.
 import { gzipSync } from 'node:zlib';
 import Fastify from 'fastify';
 import { readBody } from '../../common/node/body.js';
@@ -6,14 +7,15 @@ import {
   CODE_OF_HTTP_STATUS, ContractError, DEFAULT_LIST_LIMIT, asContractError, checkUriSize, invalid, sized,
 } from '../../common/node/contract.js';
 import { COMPRESSION, gzipFor } from '../../common/node/compression.js';
-import { BACKLOG, HOST, PORT, onStop, tlsOptions } from '../../common/node/env.js';
+import { BACKLOG, HOST, PORT, fastifyServerOptions, onStop } from '../../common/node/env.js';
 import { dumps, parse } from '../../common/node/json.js';
 import { Store } from '../../common/node/store.js';
 
 const store = new Store();
 const app = Fastify({
   logger: false,
-  https: tlsOptions(), // node:https over TLS when the lab asks for it (env.js), else null: node:http
+  // node:https over TLS, node:http2 for HTTP/2 (h2 by ALPN, or h2c) when the lab asks for them (env.js)
+  ...fastifyServerOptions(),
   keepAliveTimeout: 75_000, // as gunicorn's keepalive: a benchmark never reconnects between rounds
   // A long id is a malformed id (400), or past max_uri_bytes the contract's 414
   // (the hook below), never fastify's own error: above Node's 16 KiB of headers.
