@@ -31,7 +31,7 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +67,10 @@ class Figure:
         if not other.value or other.low <= 0:
             raise NotMeasured(f"{other.source}: {other.value} cannot divide")
         both = "; ".join(dict.fromkeys([self.how, other.how]))
+        points = self.low == self.high and other.low == other.high
         return Figure(self.value / other.value, self.low / other.high, self.high / other.low, "×",
-                      f"quotient of the two figures' intervals ({both})", self.invalid + other.invalid,
-                      f"{self.source} ÷ {other.source}")
+                      both if points else f"interval from the two figures' intervals ({both})",
+                      self.invalid + other.invalid, f"{self.source} ÷ {other.source}")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class Instrument:
                 continue
             except (OSError, lab_results.ResultError) as exc:
                 raise NotMeasured(f"`results/{rel}` unreadable ({exc}): run `{self.command(cell)}`") from exc
-        raise NotMeasured(f"no `results/{' or results/'.join(tried)}`: run `{self.command(cell)}`")
+        raise NotMeasured(f"no {' or '.join(f'`results/{rel}`' for rel in tried)}: run `{self.command(cell)}`")
 
 
 # --- which implementation a subject is -------------------------------------------------------
@@ -209,9 +210,12 @@ def _capture_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[s
     names = [n for n in data.get("new_connection", {}) if op in data["new_connection"][n]]
     name = _one(selector, names, data["context"], f"the wire capture's {op} rows", "make capture")
     new = data["new_connection"][name][op]["total"]["total"]["frame_bytes"]
-    value = {"new_connection": lambda: new,
-             "new_connection_with_db": lambda: new + data["database"][name][op]["new_connection"]["total"]["frame_bytes"],
-             "steady": lambda: data["steady"][name][op]["total"]["frame_bytes"]}[column]()
+    if column == "steady":
+        value = data["steady"][name][op]["total"]["frame_bytes"]
+    elif column == "new_connection_with_db":
+        value = new + data["database"][name][op]["new_connection"]["total"]["frame_bytes"]
+    else:
+        value = new
     problems = tuple(f"capture problem: {p}" for p in data.get("problems", []) if name in p)
     return Figure.point(value, "bytes", f"frame bytes, {column.replace('_', ' ')}; a count (no interval)",
                         invalid=problems, source=name)
@@ -346,7 +350,6 @@ class Result:
     lab_figure: str
     reason: str
     explanation: str = ""
-    pairs: list[dict[str, Any]] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
         return {"study": self.study, "id": self.claim["id"], "sentence": self.claim["sentence"],
@@ -375,7 +378,7 @@ def figure_of(claim: dict[str, Any], label: str) -> dict[str, Any]:
     for f in claim["figures"]:
         if f["of"] == label:
             return f
-    raise KeyError(f"claim {claim['id']}: no figure of {label!r}")
+    raise ValueError(f"claim {claim['id']}: no figure of {label!r}")
 
 
 def study_value(claim: dict[str, Any], label: str) -> str:
@@ -402,7 +405,18 @@ def _statistic(claim: dict[str, Any]) -> str:
     return "/".join(dict.fromkeys(f["statistic"] for f in claim["figures"]))
 
 
+def condition_text(claim: dict[str, Any]) -> str:
+    """The figures' condition (clients, calls, payload, ...), once where they share it."""
+    conditions = list(dict.fromkeys(json.dumps(f["condition"], ensure_ascii=False) for f in claim["figures"]))
+    return " | ".join(", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in json.loads(c).items())
+                      for c in conditions)
+
+
 def study_text(claim: dict[str, Any]) -> str:
+    return f"{_study_text(claim)} [{condition_text(claim)}]"
+
+
+def _study_text(claim: dict[str, Any]) -> str:
     form = claim["form"]
     kind = form["kind"]
     if kind == "value":
@@ -464,9 +478,10 @@ def judge(study: str, claim: dict[str, Any], results_dir: Path) -> Result:
     text = study_text(claim)
     explanation = claim.get("explanation", "")
 
-    def result(verdict: str, lab_figure: str, reason: str, pairs: list[dict[str, Any]] | None = None) -> Result:
+    def result(verdict: str, lab_figure: str, reason: str) -> Result:
         return Result(study, claim, verdict, text, lab_figure, reason,
-                      explanation if verdict in ("differs", "invalid") else "", pairs or [])
+                      explanation if verdict in ("differs", "invalid") else "")
+    source = "?"
     try:
         data, source = instrument.load(results_dir, lab)
         if form["kind"] == "value":
@@ -498,6 +513,9 @@ def judge(study: str, claim: dict[str, Any], results_dir: Path) -> Result:
             shown = "; ".join(parts) + f" ({hows})"
     except NotMeasured as exc:
         return result("not measured", "–", str(exc))
+    except KeyError as exc:  # a result of an older layout, without what this cell reads
+        return result("not measured", "–", f"`results/{source}` has no {exc} for this cell: run "
+                      f"`{instrument.command(lab)}`")
     shown += f" [`results/{source}`]"
     invalid = list(dict.fromkeys(r for f in figures for r in f.invalid))
     if invalid:
