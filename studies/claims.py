@@ -255,7 +255,7 @@ def _feathers_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[
     found = [(v, row, f"{name} at {row['calls_per_connection']:,} calls") for row in data["results"][name]
              if row["calls_per_connection"] in calls and (v := _feathers_value(row, metric)) is not None]
     value, row, source = _reduce(cell, found, f"the Feathers run has no {metric} of {name} at "
-                                 f"{'/'.join(map(str, calls))} calls per connection", command)
+                                 f"{'/'.join(f'{c:,}' for c in calls)} calls per connection", command)
     invalid = () if row.get("valid", True) else (f"{source}: " + "; ".join(row.get("invalid_reasons")
                                                                           or ["marked invalid"]),)
     unit = {"requests_per_s": "requests/s", "bytes_per_call": "bytes", "connect_ms": "ms"}.get(metric, metric)
@@ -315,7 +315,7 @@ def _push_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str,
     found = [(v, r, f"{r['implementation']} {r['transport']} c{r['clients']} b{r['batch']}")
              for r in rows if (v := value(r)) is not None]
     v, row, source = _reduce(cell, found, f"the push run has no {cell['scenario']} row with {describe(selector)} "
-                             f"at {'/'.join(map(str, clients))} clients", command)
+                             f"at {'/'.join(f'{c:,}' for c in clients)} clients", command)
     invalid = []
     if row.get("errors"):
         invalid.append(f"{source}: {row['errors']} errors {row.get('errors_by_kind') or ''}".strip())
