@@ -242,6 +242,18 @@ def _reduce(cell: dict[str, Any], values: list[tuple[float, dict[str, Any], str]
     return values[0]
 
 
+def _feathers_why(row: dict[str, Any]) -> list[str]:
+    """Why the scenario marked a row invalid: its reasons, its errors, the calls it did not make."""
+    why = list(row.get("invalid_reasons") or [])
+    errors = row.get("errors") or {}
+    if errors:
+        why.append(f"{sum(errors.values())} errors ({', '.join(f'{k} {v}' for k, v in errors.items())})")
+    asked = row.get("calls_per_connection", 0) * row.get("connections", 0)
+    if row.get("ops") is not None and asked and row["ops"] != asked:
+        why.append(f"{row['ops']:,} of the {asked:,} calls made")
+    return why or ["marked invalid"]
+
+
 def _feathers_command(cell: dict[str, Any]) -> str:
     calls = cell.get("calls")
     calls = calls if isinstance(calls, list) else [calls] if calls else []
@@ -256,8 +268,7 @@ def _feathers_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[
              if row["calls_per_connection"] in calls and (v := _feathers_value(row, metric)) is not None]
     value, row, source = _reduce(cell, found, f"the Feathers run has no {metric} of {name} at "
                                  f"{'/'.join(f'{c:,}' for c in calls)} calls per connection", command)
-    invalid = () if row.get("valid", True) else (f"{source}: " + "; ".join(row.get("invalid_reasons")
-                                                                          or ["marked invalid"]),)
+    invalid = () if row.get("valid", True) else (f"{source}: " + "; ".join(_feathers_why(row)),)
     unit = {"requests_per_s": "requests/s", "bytes_per_call": "bytes", "connect_ms": "ms"}.get(metric, metric)
     how = "one run (no interval)" + (", the highest of the calls asked" if cell.get("reduce") == "max" else "")
     return Figure.point(value, unit, how, invalid=invalid, source=source)

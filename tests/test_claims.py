@@ -230,3 +230,25 @@ def test_on_no_results_every_claim_is_not_measured_with_a_command(tmp_path):
     found = claims.judge_all(tmp_path)
     assert found and all(r.verdict == "not measured" and "run `" in r.reason for r in found)
     assert all(r.study_figure for r in found)
+
+
+def test_a_push_row_whose_client_was_the_bottleneck_is_invalid(tmp_path):
+    """The push instrument's rows (tests/data/push-quick.json, a real run): a client-bound row is invalid."""
+    data = json.loads((ROOT / "tests" / "data" / "push-quick.json").read_text())
+    claim = {"id": "synthetic-push", "sentence": "With Devtool off, the EPS was 1,350,000.", "where": "text",
+             "figures": [fig("WebSocket", 1350000, "events/s", "one run's rate", batch=50, subscriptions=60)],
+             "form": {"kind": "value", "of": "WebSocket"},
+             "lab": {"instrument": "push", "scenario": "timeplus-concurrency", "clients": 60, "batch": 50,
+                     "metric": "events_per_s", "subjects": {"WebSocket": {"protocol": "ws", "transport": "ws"}}},
+             "explanation": "a browser tab is not the lab's Go client"}
+    row = next(r for r in data["rows"] if r["scenario"] == "timeplus-concurrency" and r["transport"] == "ws"
+               and r["clients"] == 60)
+    row.update(errors=0, client_bound=False)
+    (tmp_path / "load").mkdir()
+    (tmp_path / "load" / "push-latest.json").write_text(json.dumps(data))
+    found = claims.judge("S", claim, tmp_path)
+    assert found.verdict == "differs" and "one run (no interval)" in found.lab_figure
+    row["client_bound"] = True
+    (tmp_path / "load" / "push-latest.json").write_text(json.dumps(data))
+    found = claims.judge("S", claim, tmp_path)
+    assert found.verdict == "invalid" and "the push client used ≥ 90 % of its CPUs" in found.reason
