@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ranking: {line}")
     for line in summary.get("confidence", []):
         print(f"ranking with confidence: {line}")
+    for line in summary.get("claims", []):
+        print(line)
     for path in paths:
         print(f"wrote {path}")
     print(f"report: done in {time.monotonic() - started:.1f} s")

@@ -21,6 +21,7 @@ from report import sweep as sweep_report
 from report.inputs import MODES, RUN_COMMAND, Inputs, missing
 from report.page import Bullets, Figure, Heading, Page, Para, Table, markdown_table
 from studies import STUDIES, Study
+from studies import claims as study_claims
 from studies.common import n0, ratio
 
 STATS = ("mean", "min", "max", "stddev", "median", "p95", "p99")
@@ -324,10 +325,11 @@ def build(inputs: Inputs, head: str, discovered: list[str] | None = None,
     rankings += sweep_report.section(page, inputs.results_dir)
     for study in studies:
         rankings += study.report().section(page, inputs)
+    claims = study_claims.section(page, inputs.results_dir, studies)  # every study's claims, verdicts computed
     page.add(Heading(2, "Sources", "sources"),
              Bullets([f"{s.citation}: {s.measured}; its figures as data in `studies/{s.name}/published.json`."
                       for s in studies]
                      + ["Lab results: `results/benchmarks/<mode>-latest.json` (benchmarks/conftest.py), "
                         "`results/capture/wire.json` and `wire-netns.json` (`python -m capture`), "
                         "`results/load/` (`python -m load`, `python -m studies`)."]))
-    return page, {"missing": gaps, "rankings": rankings, "confidence": confidence_rankings}
+    return page, {"missing": gaps, "rankings": rankings, "confidence": confidence_rankings, "claims": claims}
