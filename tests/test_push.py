@@ -464,7 +464,7 @@ def test_push_plan_is_bounded_and_pathan_has_every_protocol():
     assert {r.transport for _, r in pathan} == {"ws", "sse-h1", "poll"}
     assert sorted({r.clients for _, r in pathan}) == pathan_s["clients"]
     tests = {(r.scenario, r.transport, r.clients, r.batch) for _, r in default.ordered()}
-    for transport in ("sse-h1", "sse-h2c", "ws"):
+    for transport in ("sse-h1", "sse-h2c", "ws", "grpc"):
         assert {b for s, t, c, b in tests if s == "timeplus-batch" and t == transport} == \
             set(timeplus_s["batch"]["batches"])
         assert {c for s, t, c, b in tests if s == "timeplus-concurrency" and t == transport} == \
