@@ -62,19 +62,25 @@ def latency(page: Page, rows: list[dict[str, Any]]) -> None:
     for scenario in scenarios:
         these = [r for r in rows if r["scenario"] == scenario]
         points = sorted({(r["clients"], r["batch"]) for r in these})
-        cells: dict[tuple[str, str], dict[tuple[int, int], dict[str, Any]]] = {}
-        for r in sorted(these, key=lambda r: (r["implementation"].split("/")[1].split("_")[0],
+        cells: dict[tuple[str, str, str], dict[tuple[int, int], dict[str, Any]]] = {}
+        for r in sorted(these, key=lambda r: (_language(r["implementation"]),
                                               ways.index(r["transport"]) if r["transport"] in ways else len(ways),
                                               r["implementation"])):
-            cells.setdefault((r["implementation"], r["transport"]), {})[(r["clients"], r["batch"])] = r
-        table = [[name, push_ways()[transport].short if transport in ways else transport,
+            key = (_language(r["implementation"]), r["transport"], r["implementation"])
+            cells.setdefault(key, {})[(r["clients"], r["batch"])] = r
+        table = [[language, push_ways()[transport].short if transport in ways else transport, name,
                   *[_latency_cell(per.get(point)) for point in points]]
-                 for (name, transport), per in cells.items()]
-        page.add(Table(["implementation", "way", *[f"{c} sub × batch {b}" for c, b in points]], table,
+                 for (language, transport, name), per in cells.items()]
+        page.add(Table(["language", "way", "implementation", *[f"{c} sub × batch {b}" for c, b in points]], table,
                        f"{scenario}: events/s received in the window · latency p50 / p99 in ms (the client's receive "
                        "time − the server's send stamp; every event of a message has its message's stamp, so the "
                        "percentiles over messages are those over events at one batch size); rows by language, "
                        "the ways side by side; ', N err': the run's errors.", f"push-latency-{scenario}"))
+
+
+def _language(implementation: str) -> str:
+    """"sse/go_nethttp" -> "go" (the folder name's first word: services/README.md)."""
+    return implementation.split("/")[-1].split("_")[0]
 
 
 def _latency_cell(r: dict[str, Any] | None) -> str:
