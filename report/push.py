@@ -79,7 +79,7 @@ def latency(page: Page, rows: list[dict[str, Any]]) -> None:
 
 
 def _language(implementation: str) -> str:
-    """"sse/go_nethttp" -> "go" (the folder name's first word: services/README.md)."""
+    """"rest/go_nethttp" -> "go" (the folder name's first word: services/README.md)."""
     return implementation.split("/")[-1].split("_")[0]
 
 
