@@ -57,7 +57,7 @@ What a push way says (PushWay):
     key              the results' "transport" of the push load rows ("sse-h1"); studies name it
     label            its "transport_label" there ("SSE, HTTP/1.1")
     short            how the push studies' tables name it ("SSE h1")
-    mode, h2         the lab's Go push load client's -mode (sse, ws or poll) and whether -h2
+    mode, h2         the lab's Go push load client's -mode (sse, ws, poll or grpc) and whether -h2
     default          True: one of the ways every push scenario measures (load.push.transports);
                      False: only where a study asks for it by its key (polling: Pathan's)
     capture_label    the push capture rows' "transport" ("HTTP/1.1"), or "" when capture/push.py
@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 TRANSPORTS = ("http", "http2", "websocket")
-PUSH_MODES = ("sse", "ws", "poll")  # the Go push load client's (load/push-client -mode)
+PUSH_MODES = ("sse", "ws", "poll", "grpc")  # the Go push load client's (load/push-client -mode)
 # The payloads capture counts from a transport's own framing, and the transport each belongs to;
 # any other `payload` is a tshark field of message lengths.
 PAYLOADS = {"http_body": "http", "websocket_data": "websocket"}

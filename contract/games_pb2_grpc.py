@@ -64,6 +64,11 @@ class GamesStub:
                 request_serializer=contract_dot_games__pb2.Empty.SerializeToString,
                 response_deserializer=contract_dot_games__pb2.Empty.FromString,
                 _registered_method=True)
+        self.Subscribe = channel.unary_stream(
+                '/protolab.games.v1.Games/Subscribe',
+                request_serializer=contract_dot_games__pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=contract_dot_games__pb2.PushMessage.FromString,
+                _registered_method=True)
 
 
 class GamesServicer:
@@ -105,6 +110,12 @@ class GamesServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Subscribe(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GamesServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +148,11 @@ def add_GamesServicer_to_server(servicer, server):
                     servicer.Health,
                     request_deserializer=contract_dot_games__pb2.Empty.FromString,
                     response_serializer=contract_dot_games__pb2.Empty.SerializeToString,
+            ),
+            'Subscribe': grpc.unary_stream_rpc_method_handler(
+                    servicer.Subscribe,
+                    request_deserializer=contract_dot_games__pb2.SubscribeRequest.FromString,
+                    response_serializer=contract_dot_games__pb2.PushMessage.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +317,33 @@ class Games:
             '/protolab.games.v1.Games/Health',
             contract_dot_games__pb2.Empty.SerializeToString,
             contract_dot_games__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Subscribe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/protolab.games.v1.Games/Subscribe',
+            contract_dot_games__pb2.SubscribeRequest.SerializeToString,
+            contract_dot_games__pb2.PushMessage.FromString,
             options,
             channel_credentials,
             insecure,

@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -93,6 +94,13 @@ def push_client() -> Path:
         binary.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["go", "build", "-o", str(binary), "."], cwd=SOURCE, check=True, timeout=600)
     return binary
+
+
+def client_libraries() -> str:
+    """What the push client is built on: Go's net/http and its go.mod's direct requirements."""
+    text = (SOURCE / "go.mod").read_text()
+    required = re.findall(r"^\s*(?:require\s+)?([\w./-]+) (v[\w.+-]+)\s*$", text, re.MULTILINE)
+    return "Go; net/http, " + ", ".join(f"{module} {version}" for module, version in required)
 
 
 @cache
@@ -219,7 +227,7 @@ def measure(p: Plan, *, pin: bool = True, keep_raw: Path | None = None) -> Itera
     finally:
         raw.close()
     context["push"] = {
-        "client": "load/push-client (Go, net/http and gorilla/websocket v1.5.3)",
+        "client": f"load/push-client ({client_libraries()})",
         "seconds": round(time.monotonic() - began, 1), "planned_window_seconds": p.seconds(),
         "load_average_start": [round(x, 2) for x in load_start],
         "load_average_end": [round(x, 2) for x in os.getloadavg()],

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from clients.protocols import PROTOCOLS, PushWay
+from clients.protocols import PROTOCOLS, PushWay, push_ways
 from report.page import Bullets, Heading, Page, Para, Table
-from studies.common import read_json
+from studies.common import eps, read_json
 
 
 def _and(words: list[str]) -> str:
@@ -50,6 +50,45 @@ def load_runs(page: Page, data: dict[str, Any]) -> None:
         f". The run took {ctx.get('seconds', 0):.0f} s; the machine's 1-minute load average was "
         f"{load0[0]:.1f} at its start and {load1[0]:.1f} at its end" +
         (" (quick run: short windows)" if ctx.get("quick") else "") + "."))
+    latency(page, data["rows"])
+
+
+def latency(page: Page, rows: list[dict[str, Any]]) -> None:
+    """Per scenario: events/s and per-event latency p50 / p99 of every implementation and way,
+    point by point (subscriptions × batch), the ways side by side."""
+    ways = list(push_ways())
+    page.add(Heading(3, "Events/s and per-event latency", "push-latency"))
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    for scenario in scenarios:
+        these = [r for r in rows if r["scenario"] == scenario]
+        points = sorted({(r["clients"], r["batch"]) for r in these})
+        cells: dict[tuple[str, str, str], dict[tuple[int, int], dict[str, Any]]] = {}
+        for r in sorted(these, key=lambda r: (_language(r["implementation"]),
+                                              ways.index(r["transport"]) if r["transport"] in ways else len(ways),
+                                              r["implementation"])):
+            key = (_language(r["implementation"]), r["transport"], r["implementation"])
+            cells.setdefault(key, {})[(r["clients"], r["batch"])] = r
+        table = [[language, push_ways()[transport].short if transport in ways else transport, name,
+                  *[_latency_cell(per.get(point)) for point in points]]
+                 for (language, transport, name), per in cells.items()]
+        page.add(Table(["language", "way", "implementation", *[f"{c} sub × batch {b}" for c, b in points]], table,
+                       f"{scenario}: events/s received in the window · latency p50 / p99 in ms (the client's receive "
+                       "time − the server's send stamp; every event of a message has its message's stamp, so the "
+                       "percentiles over messages are those over events at one batch size); rows by language, "
+                       "the ways side by side; ', N err': the run's errors.", f"push-latency-{scenario}"))
+
+
+def _language(implementation: str) -> str:
+    """"rest/go_nethttp" -> "go" (the folder name's first word: services/README.md)."""
+    return implementation.split("/")[-1].split("_")[0]
+
+
+def _latency_cell(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return "–"
+    lat = r["latency_ms"]
+    errors = f", {r['errors']} err" if r["errors"] else ""
+    return f"{eps(r['events_per_s'])} · {lat['p50']:.2f} / {lat['p99']:.2f}{errors}"
 
 
 def wire(page: Page, data: dict[str, Any] | None) -> None:

@@ -156,7 +156,7 @@ def test_every_implementation_serving_subscribe_has_its_protocols_default_push_w
             assert push.transports(impl.name) == (), impl.name
     # the keys the results and the studies have always used, and polling only where a study asks for it
     assert {impl.protocol: push.transports(impl.name) for impl in serving} == {
-        "sse": ("sse-h1", "sse-h2c"), "ws": ("ws",), "socketio": ("ws",)}
+        "sse": ("sse-h1", "sse-h2c"), "ws": ("ws",), "socketio": ("ws",), "grpc": ("grpc",)}
     with pytest.raises(ValueError, match="no implementation"):
         push.transports("sse/nowhere")
 
@@ -173,7 +173,7 @@ def test_a_push_way_key_means_one_thing_wherever_it_appears() -> None:
         for w in p.push:
             what = (w.label, w.short, w.mode, w.h2, w.default, w.capture_label, w.client_options)
             assert seen.setdefault(w.key, what) == what, (p.name, w.key)
-    assert set(push_ways()) == set(seen) == {"sse-h1", "sse-h2c", "ws", "poll"}
+    assert set(push_ways()) == set(seen) == {"sse-h1", "sse-h2c", "ws", "poll", "grpc"}
     assert push_way("poll").mode == "poll" and not push_way("poll").default and not push_way("poll").capture_label
     with pytest.raises(ValueError, match="no push way"):
         push_way("carrier-pigeon")

@@ -459,12 +459,13 @@ def test_push_plan_is_bounded_and_pathan_has_every_protocol():
     scenarios = {name: studies.get(name).scenario() for name in ("timeplus", "pathan")}
     pathan_s, timeplus_s = (studies.get(n).published()["scenario"] for n in ("pathan", "timeplus"))
     default, quick = push.plan(scenarios, "all", False, None), push.plan(scenarios, "all", True, None)
-    assert default.seconds() <= 480 and quick.seconds() <= 120  # warm-ups and windows; the rest is start-up
+    # warm-ups and windows; the rest is start-up (gRPC streaming beside Timeplus's pair, issue 52: 555 s and 126 s)
+    assert default.seconds() <= 600 and quick.seconds() <= 150
     pathan = [(name, r) for name, r in default.ordered() if r.scenario == "pathan"]
     assert {r.transport for _, r in pathan} == {"ws", "sse-h1", "poll"}
     assert sorted({r.clients for _, r in pathan}) == pathan_s["clients"]
     tests = {(r.scenario, r.transport, r.clients, r.batch) for _, r in default.ordered()}
-    for transport in ("sse-h1", "sse-h2c", "ws"):
+    for transport in ("sse-h1", "sse-h2c", "ws", "grpc"):
         assert {b for s, t, c, b in tests if s == "timeplus-batch" and t == transport} == \
             set(timeplus_s["batch"]["batches"])
         assert {c for s, t, c, b in tests if s == "timeplus-concurrency" and t == transport} == \

@@ -100,3 +100,30 @@ def test_bytes_per_pushed_event_from_make_capture(tmp_path):
 
 def test_no_capture_names_the_command(tmp_path):
     assert "run `make capture`" in render(tmp_path)
+
+
+def test_push_section_gives_events_per_second_and_per_event_latency_per_point(tmp_path):
+    """report/push.py: per scenario, each language's ways side by side, every point's events/s with its
+    latency p50 / p99 (ms) from the run's own row."""
+    (tmp_path / "load").mkdir()
+    shutil.copy(RESULT, tmp_path / "load" / "push-latest.json")
+    data = json.loads(RESULT.read_text())
+    text = render(tmp_path)
+    scenarios = list(dict.fromkeys(r["scenario"] for r in data["rows"]))
+    for r in data["rows"]:
+        language = r["implementation"].split("/")[1].split("_")[0]
+        start = f"| {language} | {get_way(r['transport'])} | {r['implementation']} |"
+        rows = [line for line in text.splitlines() if line.startswith(start)]  # one per scenario it ran in
+        ran = [s for s in scenarios if any(o["scenario"] == s and o["implementation"] == r["implementation"]
+                                           and o["transport"] == r["transport"] for o in data["rows"])]
+        assert len(rows) == len(ran), (start, rows)
+        row = rows[ran.index(r["scenario"])]
+        lat = r["latency_ms"]
+        assert f"{eps(r['events_per_s'])} · {lat['p50']:.2f} / {lat['p99']:.2f}" in row, (r, row)
+    header = next(line for line in text.splitlines() if line.startswith("| language | way | implementation |"))
+    assert "| 10 sub × batch 1 | 10 sub × batch 50 | 10 sub × batch 400 |" in header
+
+
+def get_way(key: str) -> str:
+    from clients.protocols import push_way
+    return push_way(key).short

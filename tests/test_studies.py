@@ -111,12 +111,15 @@ FAKE = [_impl("ws/rust_a", "rust", "ws", ("echo", "broadcast", "subscribe", "hea
         _impl("sse/node_e", "node", "sse", ("subscribe", "health")),
         _impl("sse/node_f", "node", "sse", ("subscribe", "health")),
         _impl("rest/node_g", "node", "rest", ("health",)),
-        _impl("grpc/node_h", "node", "grpc", ("health",))]
+        _impl("grpc/node_h", "node", "grpc", ("health",)),
+        _impl("grpc/node_i", "node", "grpc", ("health", "subscribe")),
+        _impl("grpc/go_j", "go", "grpc", ("health", "subscribe"))]
 
 
 @pytest.mark.parametrize("study, expected", [
     ("pathan", ["ws/node_d", "sse/node_e", "sse/node_f"]),                  # Node.js, SSE and WebSocket
-    ("timeplus", ["ws/rust_a", "sse/rust_b", "ws/node_d", "sse/node_e"]),   # one pair per language
+    # one pair per language, and its gRPC stream beside it (Go has no pair: none of Go)
+    ("timeplus", ["ws/rust_a", "sse/rust_b", "ws/node_d", "sse/node_e", "grpc/node_i"]),
     ("feathers", ["ws/node_d", "rest/node_g"]),                             # Node.js REST + messaging
     ("fernando", ["ws/rust_a", "ws/node_d"]),                               # serving echo and broadcast
 ])

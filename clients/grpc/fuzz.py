@@ -1,6 +1,8 @@
 """gRPC: Hypothesis strategies built from the proto's descriptors (every
 method of the Games service, messages field by field), plus bytes that are
-no valid message. Answers must be OK or the contract's own status codes."""
+no valid message. Answers must be OK or the contract's own status codes.
+A server stream (Subscribe) is OK once its headers open it (then cancelled),
+or answered with its status."""
 
 from __future__ import annotations
 
@@ -69,22 +71,33 @@ def _parsed(cls: type, data: bytes) -> Any:
 
 def fuzzer(endpoint: str, seeded_ids: Sequence[str]):
     channel = grpc.insecure_channel(endpoint)
-    calls = {m.name: channel.unary_unary(f"/{SERVICE.full_name}/{m.name}") for m in SERVICE.methods}
+    calls = {m.name: (channel.unary_stream if m.server_streaming else channel.unary_unary)(
+        f"/{SERVICE.full_name}/{m.name}") for m in SERVICE.methods}
+    streaming = {m.name for m in SERVICE.methods if m.server_streaming}
 
     def execute(case: tuple[str, bytes], tally: Tally, model: Model) -> None:
         method, data = case
-        try:
-            reply = calls[method](data, timeout=CALL_TIMEOUT)
-            code = grpc.StatusCode.OK
-        except grpc.RpcError as exc:
-            reply, code = None, exc.code()
+        reply = None
+        if method in streaming:  # its headers (opened) or its status (refused), then cancelled
+            call = calls[method](data, timeout=CALL_TIMEOUT)
+            call.initial_metadata()
+            code = grpc.StatusCode.OK if not call.done() or call.code() in (grpc.StatusCode.OK, None) \
+                else call.code()
+            call.cancel()
+        else:
+            try:
+                reply = calls[method](data, timeout=CALL_TIMEOUT)
+                code = grpc.StatusCode.OK
+            except grpc.RpcError as exc:
+                code = exc.code()
         tally.saw(f"{method} {code.name}")
         if code in SERVER_ERRORS:
             tally.server_errors += 1
         if code not in CONTRACT_CODES:
             tally.fail(case, f"{method} answered {code.name}, not a contract status")
         request_game = _parsed(pb.Game, data) if method in ("CreateGame", "UpdateGame") else None
-        game_id = request_game.id if request_game is not None else getattr(_parsed(pb.GameId, data), "id", "")
+        game_id = request_game.id if request_game is not None else "" if method in streaming \
+            else getattr(_parsed(pb.GameId, data), "id", "")
         if code == grpc.StatusCode.OK and method in ("CreateGame", "UpdateGame", "DeleteGame"):
             sent = message_to_game(request_game) if request_game is not None else None
             if method == "CreateGame":

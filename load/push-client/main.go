@@ -1,6 +1,7 @@
 // push-client: the lab's load client for the push feeds (contract/push.md),
-// over Server-Sent Events, over WebSocket (contract/ws-protocol.md), or as
-// HTTP polling (Pathan's REST client).
+// over Server-Sent Events, over WebSocket (contract/ws-protocol.md), as
+// HTTP polling (Pathan's REST client), or over gRPC server streaming
+// (contract/games.proto's Subscribe).
 //
 //   - sse:  N clients each GET /events?feed=synthetic&batch=B&rate=R and read
 //     the stream (HTTP/1.1, one connection each; or -h2: HTTP/2 over
@@ -12,6 +13,14 @@
 //   - poll: N clients each GET /events?feed=synthetic&count=1&rate=0 in a
 //     loop, one request outstanding, kept-alive HTTP/1.1: every answer is one
 //     message stamped in the request's handler (Pathan's REST polling).
+//   - grpc: N clients each call Subscribe (contract/games.proto, a server
+//     stream) with {feed: "synthetic", batch: B, rate: R}, all on one grpc-go
+//     ClientConn (one HTTP/2 connection, cleartext; -url is host:port). The
+//     response's headers ("subscribed") open the subscription; each message is
+//     read as far as the other modes read theirs: protowire finds the first
+//     event's sent_ns and counts the events (grpc-go hands over the message's
+//     bytes: a codec that does not unmarshal), as the sse and ws modes find
+//     the timestamp in the JSON and count its events without parsing it.
 //
 // Every message's latency is the receive time minus the send timestamp the
 // server put in its first event (nanoseconds, same host clock). Raw samples go
@@ -40,6 +49,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 type sample struct {
@@ -55,11 +69,12 @@ type run struct {
 	batch  int
 	rate   int
 	client *http.Client
+	conn   *grpc.ClientConn // grpc mode: the one connection every client's stream shares
 }
 
 func main() {
 	url := flag.String("url", "", "the service's endpoint, e.g. http://127.0.0.1:8000 (ws mode: ws://127.0.0.1:8000/ws)")
-	mode := flag.String("mode", "sse", "sse, ws or poll")
+	mode := flag.String("mode", "sse", "sse, ws, poll or grpc")
 	clients := flag.Int("clients", 10, "concurrent subscriptions (poll: concurrent polling loops)")
 	seconds := flag.Float64("seconds", 10, "the measurement window: how long each client reads after the warm-up")
 	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary)")
@@ -80,8 +95,10 @@ func main() {
 		subscribe = subscribeWS
 	case "poll":
 		subscribe = poll
+	case "grpc":
+		subscribe = subscribeGRPC
 	default:
-		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws or poll")
+		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws, poll or grpc")
 		os.Exit(2)
 	}
 	transport := &http.Transport{MaxIdleConnsPerHost: *clients, DisableCompression: true}
@@ -95,6 +112,16 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration((*warmup+*seconds)*float64(time.Second)))
 	defer cancel()
 	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport}}
+	if *mode == "grpc" {
+		conn, err := grpc.NewClient(*url, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "push-client:", err)
+			os.Exit(2)
+		}
+		defer conn.Close()
+		r.conn = conn
+	}
 	results := make([][]sample, *clients)
 	var wg sync.WaitGroup
 	for i := 0; i < *clients; i++ {
@@ -150,9 +177,14 @@ func stamped(got []sample, data []byte, now time.Time) ([]sample, bool) {
 		return got, false
 	}
 	events := bytes.Count(data, []byte("],[")) + bytes.Count(data, []byte("], [")) + 1
+	return received1(got, sent, events, now), true
+}
+
+// received1: a message's samples, its events sent at `sent` (unix ns) and received at now.
+func received1(got []sample, sent int64, events int, now time.Time) []sample {
 	return append(got,
 		sample{"lab_latency", now.UnixMicro(), float64(now.UnixNano()-sent) / 1e6, ""},
-		sample{"lab_ops", now.UnixMicro(), float64(events), ""}), true
+		sample{"lab_ops", now.UnixMicro(), float64(events), ""})
 }
 
 func subscribeSSE(r *run) []sample {
@@ -278,6 +310,127 @@ func eventOf(body []byte) string {
 		return "?"
 	}
 	return string(rest[1 : 1+end])
+}
+
+// The .proto's field numbers (contract/games.proto) the grpc mode reads and writes.
+const (
+	subscribeMethod = "/protolab.games.v1.Games/Subscribe"
+	requestFeed     = 1 // SubscribeRequest.feed
+	requestBatch    = 2 // SubscribeRequest.batch
+	requestRate     = 3 // SubscribeRequest.rate
+	messageEvents   = 2 // PushMessage.events
+	eventSentNs     = 1 // SyntheticEvent.sent_ns
+)
+
+// rawCodec hands grpc-go's messages over as bytes: the request as built here,
+// the reply as received (the mode reads it with protowire).
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
+	return nil
+}
+
+func subscribeGRPC(r *run) []sample {
+	var got []sample
+	start := time.Now()
+	request := protowire.AppendTag(nil, requestFeed, protowire.BytesType)
+	request = protowire.AppendString(request, "synthetic")
+	request = protowire.AppendTag(request, requestBatch, protowire.VarintType)
+	request = protowire.AppendVarint(request, uint64(int64(r.batch)))
+	request = protowire.AppendTag(request, requestRate, protowire.VarintType)
+	request = protowire.AppendVarint(request, uint64(int64(r.rate)))
+	stream, err := r.conn.NewStream(r.ctx, &grpc.StreamDesc{ServerStreams: true}, subscribeMethod)
+	if err != nil {
+		return failure(r.ctx, got, "connect", err)
+	}
+	if err := stream.SendMsg(&request); err != nil {
+		return failure(r.ctx, got, "write", err)
+	}
+	if err := stream.CloseSend(); err != nil {
+		return failure(r.ctx, got, "write", err)
+	}
+	var message []byte
+	header, err := stream.Header()
+	if err == nil && len(header.Get("subscribed")) == 0 {
+		err = stream.RecvMsg(&message) // no headers: a refused call; its status
+	}
+	if err != nil {
+		return failure(r.ctx, got, "status_"+status.Code(err).String(), err)
+	}
+	now := time.Now()
+	got = append(got, sample{"lab_connect", now.UnixMicro(), float64(now.Sub(start).Nanoseconds()) / 1e6, ""})
+	for {
+		if err := stream.RecvMsg(&message); err != nil {
+			if err == io.EOF {
+				return failure(r.ctx, got, "end") // the feed has no count: an end is the server's doing
+			}
+			return failure(r.ctx, got, "status_"+status.Code(err).String(), err)
+		}
+		now := time.Now()
+		sent, events, ok := protoStamp(message)
+		if !ok {
+			return failure(r.ctx, got, "payload")
+		}
+		got = received1(got, sent, events, now)
+	}
+}
+
+// protoStamp reads a PushMessage: the first event's sent_ns and the number of events.
+func protoStamp(message []byte) (sent int64, events int, ok bool) {
+	for len(message) > 0 {
+		number, kind, n := protowire.ConsumeTag(message)
+		if n < 0 {
+			return 0, 0, false
+		}
+		message = message[n:]
+		if number == messageEvents && kind == protowire.BytesType {
+			event, m := protowire.ConsumeBytes(message)
+			if m < 0 {
+				return 0, 0, false
+			}
+			if events == 0 {
+				if sent, ok = eventStamp(event); !ok {
+					return 0, 0, false
+				}
+			}
+			events++
+			message = message[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(number, kind, message)
+		if m < 0 {
+			return 0, 0, false
+		}
+		message = message[m:]
+	}
+	return sent, events, events > 0
+}
+
+func eventStamp(event []byte) (int64, bool) {
+	for len(event) > 0 {
+		number, kind, n := protowire.ConsumeTag(event)
+		if n < 0 {
+			return 0, false
+		}
+		event = event[n:]
+		if number == eventSentNs && kind == protowire.VarintType {
+			v, m := protowire.ConsumeVarint(event)
+			return int64(v), m > 0
+		}
+		m := protowire.ConsumeFieldValue(number, kind, event)
+		if m < 0 {
+			return 0, false
+		}
+		event = event[m:]
+	}
+	return 0, false
 }
 
 func poll(r *run) []sample {

@@ -35,6 +35,8 @@ def runs(quick: bool, names: list[str] | None) -> dict[str, list[Run]]:
     protocol = {i.name: i.protocol for i in select(names)} if names else {i.name: i.protocol for i in select()}
     out: dict[str, list[Run]] = {}
     for name in names or default():
+        if protocol[name] not in s["protocols"]:  # named for another study's scenario (a gRPC stream: Timeplus's)
+            continue
         # WebSocket push on a WebSocket service; SSE and polling (the study's REST) on an SSE one
         for transport in ("ws",) if protocol[name] == "ws" else ("sse-h1", "poll"):
             out.setdefault(name, []).extend(Run(STUDY.name, transport, n, 1, 1, seconds, s["warmup_s"])

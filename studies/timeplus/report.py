@@ -73,13 +73,17 @@ def section(page: Page, inputs: Any) -> list[str]:
                       "of the machine it got did (the load average above says how busy the machine was).",
                       "Timeplus found SSE and WebSocket close, WebSocket with slightly less client CPU and SSE with "
                       "the higher maximum; compare each language's SSE rows with its WS row (the same feed and "
-                      "server code paths, the transport apart)."]))
+                      "server code paths, the transport apart).",
+                      "gRPC server streaming (the lab's addition; not in Timeplus's test): the same feed as a "
+                      "protobuf server stream, every subscription on one HTTP/2 connection as SSE h2c's; its events "
+                      "are typed messages, not JSON, so the server's cost per event differs from the other ways' by "
+                      "the serialization as well as the transport."]))
     return []
 
 
 def _figure(series: dict[tuple[str, str], list[dict[str, Any]]], key: str, study: dict[str, Any]) -> str:
     fig, ax = plt.subplots(figsize=(8.5, 4.4))
-    styles = {"sse-h1": "-", "sse-h2c": ":", "ws": "--"}
+    styles = {"sse-h1": "-", "sse-h2c": ":", "ws": "--", "grpc": "-."}
     languages: dict[str, int] = {}
     for (impl, transport), runs in series.items():
         language = impl.split("/")[1].split("_")[0]

@@ -5,11 +5,12 @@
 
 one message per ms per subscription (its 1 ms interval); SSE over HTTP/2
 (h2c: all subscriptions on one connection, as its browser tab) and HTTP/1.1
-(a connection each), and WebSocket push (a connection each). Each run a 0.5 s
-warm-up (the subscriptions open) and a 2 s window (--quick: 1 s, batch 1, 50,
-400 and 1, 10, 60 subscriptions).
+(a connection each), and WebSocket push (a connection each); beside them, the
+lab's addition, gRPC server streaming (Subscribe, all subscriptions on one
+HTTP/2 connection). Each run a 0.5 s warm-up (the subscriptions open) and a 2 s
+window (--quick: 1 s, batch 1, 50, 400 and 1, 10, 60 subscriptions).
 
-By default one pair per language: the first SSE and the first WebSocket
+By default one of each protocol per language: the first SSE, WebSocket and gRPC
 implementation (registry order) that serve `subscribe`, by their manifests'
 protocol and language fields.
 """
@@ -26,13 +27,14 @@ INSTRUMENT = "push"  # python -m studies push runs it, interleaved with the othe
 
 
 def default() -> list[str]:
-    """One SSE and one WebSocket implementation per language."""
+    """One SSE and one WebSocket implementation per language that has both, and that
+    language's gRPC one beside them ("beside_protocols")."""
     scenario = STUDY.published()["scenario"]
-    chosen = first_of_each([i for i in select() if i.protocol in scenario["protocols"]
+    protocols = [*scenario["protocols"], *scenario.get("beside_protocols", [])]
+    chosen = first_of_each([i for i in select() if i.protocol in protocols
                             and i.serves(scenario["operation"])], lambda i: (i.language, i.protocol))
-    languages = {language for language, _ in chosen}
     return [name for (language, _), name in chosen.items()
-            if all((language, p) in chosen for p in scenario["protocols"]) and language in languages]
+            if all((language, p) in chosen for p in scenario["protocols"])]
 
 
 def runs(quick: bool, names: list[str] | None) -> dict[str, list[Run]]:

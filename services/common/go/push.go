@@ -219,9 +219,30 @@ func (st *Stream) Run(ctx context.Context, send PushSender) (sent int64, ended b
 		return st.runChanges(ctx, send)
 	}
 	s := st.sub
+	buf := make([]byte, 0, 160*s.Batch)
+	return st.Paced(ctx, func(k int64) error {
+		buf = append(buf[:0], '[')
+		stamp := time.Now().UnixNano()
+		for i := int64(0); i < s.Batch; i++ {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, '[')
+			buf = strconv.AppendInt(buf, stamp, 10)
+			buf = append(buf, s.eventTail...)
+		}
+		buf = append(buf, ']')
+		return send(strconv.FormatInt(k, 10), buf)
+	})
+}
+
+// Paced calls emit(k) for each message k of the synthetic feed when it is due
+// (push.md's pacing): emit stamps the message and sends it, in the transport's
+// own form. It returns as Run does.
+func (st *Stream) Paced(ctx context.Context, emit func(k int64) error) (sent int64, ended bool, err error) {
+	s := st.sub
 	start := time.Now()
 	first := s.After + 1
-	buf := make([]byte, 0, 160*s.Batch)
 	for k := first; s.Count == 0 || k <= s.Count; k++ {
 		if s.Rate > 0 {
 			due := start.Add(time.Duration(float64(k-first) / float64(s.Rate) * float64(time.Second)))
@@ -237,18 +258,7 @@ func (st *Stream) Run(ctx context.Context, send PushSender) (sent int64, ended b
 		} else if ctx.Err() != nil {
 			return sent, false, ctx.Err()
 		}
-		buf = append(buf[:0], '[')
-		stamp := time.Now().UnixNano()
-		for i := int64(0); i < s.Batch; i++ {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = append(buf, '[')
-			buf = strconv.AppendInt(buf, stamp, 10)
-			buf = append(buf, s.eventTail...)
-		}
-		buf = append(buf, ']')
-		if err := send(strconv.FormatInt(k, 10), buf); err != nil {
+		if err := emit(k); err != nil {
 			return sent, false, err
 		}
 		sent++
@@ -257,6 +267,27 @@ func (st *Stream) Run(ctx context.Context, send PushSender) (sent int64, ended b
 }
 
 func (st *Stream) runChanges(ctx context.Context, send PushSender) (int64, bool, error) {
+	return st.Changes(ctx, func(c Change) error {
+		var game any
+		if c.Game != nil {
+			game = c.Game
+		}
+		return send(c.Token, MarshalJSON(bson.D{{Key: "type", Value: c.Type}, {Key: "id", Value: c.ID}, {Key: "game", Value: game}}))
+	})
+}
+
+// Change is one message of the changes feed (push.md): its resume token, its
+// type (created, updated, deleted), the game's id, and the game as stored
+// after the change, id first as the CRUD operations return it (nil for deleted).
+type Change struct {
+	Token, Type string
+	ID          any
+	Game        bson.D
+}
+
+// Changes sends the changes feed's messages as Change values (the transport
+// frames them); it returns as Run does.
+func (st *Stream) Changes(ctx context.Context, send func(Change) error) (int64, bool, error) {
 	var sent int64
 	for st.changes.Next(ctx) {
 		var event struct {
@@ -279,12 +310,11 @@ func (st *Stream) runChanges(ctx context.Context, send PushSender) (int64, bool,
 		if kind == "" {
 			return sent, false, Errorf(Unavailable, "the change stream ended: %s", event.OperationType)
 		}
-		var game any
+		var game bson.D
 		if kind != "deleted" && event.FullDocument != nil {
 			game = public(event.FullDocument)
 		}
-		message := MarshalJSON(bson.D{{Key: "type", Value: kind}, {Key: "id", Value: id}, {Key: "game", Value: game}})
-		if err := send(token, message); err != nil {
+		if err := send(Change{Token: token, Type: kind, ID: id, Game: game}); err != nil {
 			return sent, false, err
 		}
 		sent++

@@ -91,13 +91,18 @@ const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
  * `open` is called once the subscription is open (for changes: the stream is);
  * resolves to {end: {sent}} | {error: ContractError} | {stopped: true}.
  * An error before `open` is thrown instead (the subscription is refused).
+ * `deliver` gets each message as `synthetic(batch)` and `change({type, id, game})`
+ * make it: by default its JSON (SSE, WebSocket); a transport with messages of
+ * its own (gRPC) gives both (synthetic stamps the message when called).
  */
-export async function run(store, sub, { open, deliver, stopped }) {
-  return sub.feed === 'synthetic' ? runSynthetic(sub, open, deliver, stopped)
-    : runChanges(store, sub, open, deliver, stopped);
+export async function run(store, sub, {
+  open, deliver, stopped, synthetic = syntheticMessage, change = JSON.stringify,
+}) {
+  return sub.feed === 'synthetic' ? runSynthetic(sub, open, deliver, stopped, synthetic)
+    : runChanges(store, sub, open, deliver, stopped, change);
 }
 
-async function runSynthetic({ batch, rate, count, after = 0 }, open, deliver, stopped) {
+async function runSynthetic({ batch, rate, count, after = 0 }, open, deliver, stopped, message) {
   await open();
   const start = performance.now();
   let sent = 0;
@@ -117,7 +122,7 @@ async function runSynthetic({ batch, rate, count, after = 0 }, open, deliver, st
     }
     if (!waited && sent > 0) await new Promise(setImmediate);
     if (stopped()) return { stopped: true };
-    await deliver(String(k), syntheticMessage(batch));
+    await deliver(String(k), message(batch));
     sent += 1;
   }
   return { end: { sent } };
@@ -146,10 +151,10 @@ function changeMessage(change) {
   const id = change.documentKey?._id;
   const doc = change.fullDocument;
   const game = type === 'deleted' || !doc ? null : publicGame(doc._id, doc);
-  return JSON.stringify({ type, id, game });
+  return { type, id, game };
 }
 
-async function runChanges(store, sub, open, deliver, stopped) {
+async function runChanges(store, sub, open, deliver, stopped, encode) {
   const { stream, first } = await openChanges(store, sub.after);
   let sent = 0;
   const stopTimer = setInterval(() => { if (stopped()) stream.close().catch(() => {}); }, 200);
@@ -167,7 +172,7 @@ async function runChanges(store, sub, open, deliver, stopped) {
         if (data === null) {
           return { error: new ContractError('UNAVAILABLE', `the change stream ended: ${change.operationType}`) };
         }
-        await deliver(change._id._data, data);
+        await deliver(change._id._data, encode(data));
         sent += 1;
       }
       next = stream.next();

@@ -7,11 +7,20 @@
 // INVALID_ARGUMENT: grpc-go itself would answer INTERNAL for the first and
 // keep the second as unknown fields. A request over 64 KiB is refused by
 // grpc-go with RESOURCE_EXHAUSTED.
+//
+// Subscribe serves the push feeds (contract/push.md, "Over gRPC") as a server
+// stream, on the push code the SSE and WebSocket services share
+// (services/common/go/push.go): the subscription checked there, the synthetic
+// feed paced there, each message typed here.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"log"
+	"strconv"
+	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/grpc"
@@ -23,6 +32,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -38,12 +48,19 @@ type service struct {
 	contract *common.Contract
 	store    *common.Store
 	codes    map[string]codes.Code
+	push     *common.Push
+	event    *pb.SyntheticEvent // fields 1..11 of the synthetic event (contract.json), sent_ns unset
 }
 
 func main() {
 	contract, store := common.Setup()
 	defer store.Close()
-	s := &service{contract: contract, store: store, codes: map[string]codes.Code{}}
+	push, err := common.LoadPush()
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := &service{contract: contract, store: store, codes: map[string]codes.Code{}, push: push,
+		event: syntheticEvent(push)}
 	for code, row := range contract.Errors {
 		var c codes.Code
 		if err := c.UnmarshalJSON([]byte(`"` + row.GRPC + `"`)); err != nil {
@@ -62,7 +79,7 @@ func main() {
 		options = append(options, grpc.Creds(credentials.NewTLS(config)))
 	}
 	if common.Compression() == gzip.Name {
-		options = append(options, grpc.UnaryInterceptor(compressReplies))
+		options = append(options, grpc.UnaryInterceptor(compressReplies), grpc.StreamInterceptor(compressStream))
 	}
 	server := grpc.NewServer(options...)
 	server.RegisterService(strictDesc(&pb.Games_ServiceDesc), s)
@@ -101,6 +118,19 @@ func compressReplies(ctx context.Context, req any, _ *grpc.UnaryServerInfo, hand
 	return handler(ctx, req)
 }
 
+// compressStream is compressReplies for a server stream (Subscribe).
+func compressStream(srv any, stream grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if accepted, err := grpc.ClientSupportedCompressors(stream.Context()); err == nil {
+		for _, name := range accepted {
+			if name == gzip.Name {
+				_ = grpc.SetSendCompressor(stream.Context(), gzip.Name)
+				break
+			}
+		}
+	}
+	return handler(srv, stream)
+}
+
 // databaseHealth is grpc.health.v1 whose Check also pings the database, as
 // the Health RPC does: NOT_SERVING while it does not answer.
 type databaseHealth struct {
@@ -133,20 +163,43 @@ func strictDesc(desc *grpc.ServiceDesc) *grpc.ServiceDesc {
 				if err := dec(&raw); err != nil {
 					return err
 				}
-				message := m.(proto.Message)
-				name := message.ProtoReflect().Descriptor().Name()
-				if err := proto.Unmarshal(raw, message); err != nil {
-					return status.Errorf(codes.InvalidArgument, "malformed %s message: %v", name, err)
-				}
-				if number, found := unknownField(message.ProtoReflect()); found {
-					return status.Errorf(codes.InvalidArgument,
-						"unknown or mistyped field number %d in %s", number, name)
-				}
-				return nil
+				return parseStrict(raw, m.(proto.Message))
 			}, interceptor)
 		}}
 	}
+	strict.Streams = make([]grpc.StreamDesc, len(desc.Streams))
+	for i, method := range desc.Streams {
+		handler := method.Handler
+		strict.Streams[i] = method
+		strict.Streams[i].Handler = func(srv any, stream grpc.ServerStream) error {
+			return handler(srv, strictStream{stream})
+		}
+	}
 	return &strict
+}
+
+// strictStream parses a stream's request as strictDesc parses a unary one.
+type strictStream struct{ grpc.ServerStream }
+
+func (s strictStream) RecvMsg(m any) error {
+	var raw rawRequest
+	if err := s.ServerStream.RecvMsg(&raw); err != nil {
+		return err
+	}
+	return parseStrict(raw, m.(proto.Message))
+}
+
+// parseStrict parses a request: INVALID_ARGUMENT when it does not parse, or
+// parses with unknown fields.
+func parseStrict(raw []byte, message proto.Message) error {
+	name := message.ProtoReflect().Descriptor().Name()
+	if err := proto.Unmarshal(raw, message); err != nil {
+		return status.Errorf(codes.InvalidArgument, "malformed %s message: %v", name, err)
+	}
+	if number, found := unknownField(message.ProtoReflect()); found {
+		return status.Errorf(codes.InvalidArgument, "unknown or mistyped field number %d in %s", number, name)
+	}
+	return nil
 }
 
 // rawRequest is a request's bytes, left for the handler to parse.
@@ -344,4 +397,109 @@ func setFields(r protoreflect.Message, doc bson.D) {
 			}
 		}
 	}
+}
+
+// syntheticEvent is the synthetic feed's event (contract.json
+// push.synthetic_event) as a message: its field i+1 (field_i) holds the
+// event's field i, in the type the .proto gives it; sent_ns is set per message.
+func syntheticEvent(push *common.Push) *pb.SyntheticEvent {
+	event := &pb.SyntheticEvent{}
+	r := event.ProtoReflect()
+	fields := r.Descriptor().Fields()
+	for i, raw := range push.SyntheticEvent {
+		fd := fields.ByNumber(protoreflect.FieldNumber(i + 1))
+		if i == push.TimestampField || fd == nil {
+			continue
+		}
+		var value any
+		decoder := json.NewDecoder(strings.NewReader(string(raw)))
+		decoder.UseNumber()
+		if err := decoder.Decode(&value); err != nil {
+			log.Fatalf("contract.json synthetic_event[%d]: %v", i, err)
+		}
+		var v protoreflect.Value
+		var err error
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			text, ok := value.(string)
+			if !ok {
+				log.Fatalf("contract.json synthetic_event[%d]: %s is no string", i, raw)
+			}
+			v = protoreflect.ValueOfString(text)
+		case protoreflect.Int64Kind:
+			var n int64
+			n, err = value.(json.Number).Int64()
+			v = protoreflect.ValueOfInt64(n)
+		case protoreflect.DoubleKind:
+			var f float64
+			f, err = value.(json.Number).Float64()
+			v = protoreflect.ValueOfFloat64(f)
+		default:
+			log.Fatalf("SyntheticEvent.%s: a %v field, not string, int64 or double", fd.Name(), fd.Kind())
+		}
+		if err != nil {
+			log.Fatalf("contract.json synthetic_event[%d]: %v", i, err)
+		}
+		r.Set(fd, v)
+	}
+	return event
+}
+
+// Subscribe serves a push feed (contract/push.md) as a server stream: the
+// subscription's opening is the response's headers ("subscribed: <feed>"), a
+// bounded feed's end the OK status with trailer "sent: <N>", an error the
+// stream's status.
+func (s *service) Subscribe(m *pb.SubscribeRequest, stream pb.Games_SubscribeServer) error {
+	params := map[string]any{}
+	for name, value := range map[string]*int64{"batch": m.Batch, "rate": m.Rate, "count": m.Count} {
+		if value != nil {
+			params[name] = json.Number(strconv.FormatInt(*value, 10))
+		}
+	}
+	sub, err := s.push.Subscribe(m.Feed, params, m.LastEventId)
+	if err != nil {
+		return s.fail(err)
+	}
+	ctx := stream.Context()
+	feed, err := sub.Open(ctx, s.store)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer feed.Close()
+	if err := stream.SendHeader(metadata.Pairs("subscribed", sub.Feed)); err != nil {
+		return err
+	}
+	var sent int64
+	var ended bool
+	if sub.Feed == "changes" {
+		sent, ended, err = feed.Changes(ctx, func(c common.Change) error {
+			change := &pb.Change{Type: c.Type}
+			change.Id, _ = c.ID.(string)
+			if c.Game != nil {
+				change.Game = s.message(c.Game)
+			}
+			return stream.Send(&pb.PushMessage{Id: c.Token, Change: change})
+		})
+	} else {
+		sent, ended, err = feed.Paced(ctx, func(k int64) error {
+			event := proto.Clone(s.event).(*pb.SyntheticEvent)
+			event.SentNs = time.Now().UnixNano() // stamped just before Send serializes the message
+			events := make([]*pb.SyntheticEvent, sub.Batch)
+			for i := range events {
+				events[i] = event // one send time per message: the same event, serialized batch times
+			}
+			return stream.Send(&pb.PushMessage{Id: strconv.FormatInt(k, 10), Events: events})
+		})
+	}
+	if ended {
+		stream.SetTrailer(metadata.Pairs("sent", strconv.FormatInt(sent, 10)))
+		return nil
+	}
+	if ctx.Err() != nil {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	if _, isStatus := status.FromError(err); isStatus {
+		return err // the stream's own failure, as grpc-go reported it
+	}
+	return s.fail(err)
 }

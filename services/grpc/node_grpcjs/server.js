@@ -8,6 +8,11 @@
 // INVALID_ARGUMENT (protobufjs would skip the first, misread the second and
 // replace the third). A request over 64 KiB is refused by grpc-js with
 // RESOURCE_EXHAUSTED.
+//
+// Subscribe serves the push feeds (contract/push.md, "Over gRPC") as a server
+// stream, on the push code the SSE, ws and socket.io services share
+// (services/common/node/push.js), each message typed here.
+import { once } from 'node:events';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -19,6 +24,9 @@ import {
   MAX_REQUEST_BYTES, NULLABLE_BOOL, STR_LIST, asContractError, invalid,
 } from '../../common/node/contract.js';
 import { HOST, PORT, grpcServerCredentials, listen, onStop } from '../../common/node/env.js';
+import {
+  PUSH, nowNs, run as runFeed, subscription,
+} from '../../common/node/push.js';
 import { Store } from '../../common/node/store.js';
 import { checkWire } from './wire.js';
 
@@ -110,7 +118,74 @@ function rpc(run) {
   };
 }
 
+// Fields 1..11 of the synthetic event (contract.json push.synthetic_event) as
+// SyntheticEvent's fields; sent_ns (int64, as a decimal string) per message.
+const EVENT_TAIL = Object.fromEntries(PUSH.synthetic_event.slice(1).map((v, i) => [`field_${i + 1}`, v]));
+
+function refuse(call, err) {
+  if (!(err instanceof ContractError)) console.error(err);
+  const e = asContractError(err);
+  call.emit('error', { code: grpc.status[e.grpc], details: e.message });
+}
+
+// A server stream of the feed: its opening is the response's headers
+// ("subscribed: <feed>"), a bounded feed's end the OK status with trailer
+// "sent: <N>", an error the stream's status.
+async function subscribe(call) {
+  const m = call.request;
+  if (m instanceof Rejected) {
+    refuse(call, m.error);
+    return;
+  }
+  let stopped = false;
+  call.on('cancelled', () => { stopped = true; });
+  let sub;
+  try {
+    // proto3 optional: present when its synthetic oneof names it; int64 arrives as a decimal string
+    const params = {};
+    for (const name of Object.keys(PUSH.synthetic_params)) {
+      if (m[`_${name}`] === name) params[name] = Number(m[name]);
+    }
+    sub = subscription(m.feed, params, m._last_event_id === 'last_event_id' ? m.last_event_id : undefined);
+  } catch (err) {
+    refuse(call, err);
+    return;
+  }
+  const gone = new Promise((resolve) => { call.on('cancelled', resolve); call.on('close', resolve); });
+  let result;
+  try {
+    result = await runFeed(store, sub, {
+      open: async () => {
+        const headers = new grpc.Metadata();
+        headers.set('subscribed', sub.feed);
+        call.sendMetadata(headers);
+      },
+      // One send time per message: the same event, serialized `batch` times.
+      synthetic: (batch) => new Array(batch).fill({ sent_ns: nowNs().toString(), ...EVENT_TAIL }),
+      change: ({ type, id, game }) => ({ type, id: String(id), game: game ? toMessage(game) : undefined }),
+      deliver: async (id, message) => {
+        const body = sub.feed === 'synthetic' ? { id, events: message } : { id, change: message };
+        if (!call.write(body)) await Promise.race([once(call, 'drain'), gone]);
+      },
+      stopped: () => stopped,
+    });
+  } catch (err) {
+    refuse(call, err);
+    return;
+  }
+  if (result.end) {
+    const trailers = new grpc.Metadata();
+    trailers.set('sent', String(result.end.sent));
+    call.end(trailers);
+  } else if (result.error) {
+    refuse(call, result.error);
+  } else if (!stopped) {
+    call.end();
+  }
+}
+
 const handlers = {
+  Subscribe: subscribe,
   CreateGame: rpc(async (m) => {
     if (m.id) throw invalid('id must be empty in CreateGame: the server assigns it');
     return toMessage(await store.create(fromMessage(m)));
