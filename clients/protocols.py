@@ -49,6 +49,18 @@ What a descriptor says:
     push             the ways it carries a push feed (contract/push.md), each a PushWay below: what
                      the push load instrument (load/push.py), the push capture (capture/push.py) and
                      the report's push section know of it; () when it has no push feed
+    axes             variant axes of its own, each a ClientAxis below (lab/axes.py adds them to its one
+                     table): ways its one server may be spoken to that change only the lab's client
+                     (Connect's wire protocol and codec); a subject varied along one is served by the
+                     process of the subject without it (lab/registry.py, Implementation.served_by)
+
+What a protocol's own axis says (ClientAxis; each value a ClientValue):
+
+    name, summary    the axis, as lab/axes.py names and describes it (unique across the table)
+    values           its values, the base first: each a name (unique across the table: it is the
+                     subject's suffix, connect/go_connect+grpc), a summary, the keyword options it sets
+                     on the protocol's client, and what the wire capture must know of it
+    in_default_run   make bench and make test measure every value (it costs no process of its own)
 
 What a push way says (PushWay):
 
@@ -110,6 +122,25 @@ class PushWay:
 
 
 @dataclass(frozen=True)
+class ClientValue:
+    name: str
+    summary: str
+    client: dict[str, Any] = field(default_factory=dict)
+    capture: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClientAxis:
+    name: str
+    summary: str
+    values: tuple[ClientValue, ...]
+    in_default_run: bool = False
+
+    def __post_init__(self) -> None:
+        assert self.values and not self.values[0].client, f"{self.name}: the base value sets nothing on the client"
+
+
+@dataclass(frozen=True)
 class Protocol:
     name: str
     order: int
@@ -132,6 +163,7 @@ class Protocol:
     no_crosscheck: str = ""
     codegen: str | None = None
     push: tuple[PushWay, ...] = ()
+    axes: tuple[ClientAxis, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport

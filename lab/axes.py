@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from clients.protocols import PROTOCOLS
+
 # --- variants -----------------------------------------------------------------------
 
 
@@ -48,6 +50,9 @@ class Value:
     requires: tuple[str, ...] = ()                                 # of the host: "root", "docker", "netns"
     not_in_docker: str = ""                                        # why Docker mode leaves it out ("": it runs there)
     port_shift: int = 0   # added to the manifest's port_offset, unless its [variant.<value>] sets one
+    # The value changes only the lab's client (a protocol's own axis: clients/protocols.py, ClientAxis):
+    # its subject is served by the process of the subject without it (lab/registry.py, served_by).
+    client_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,27 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
                    capture=MappingProxyType({"compression": "gzip"})),
          )),
 )}
+
+
+
+def _protocols_axes() -> None:
+    """Each protocol's own axes (clients/<protocol>/__init__.py, DESCRIPTOR.axes), into the one table:
+    values that change only the lab's client, so that one server process serves all of them."""
+    known = {v.name for a in VARIANT_AXES.values() for v in a.values}
+    for protocol in PROTOCOLS.values():
+        for axis in protocol.axes:
+            names = [v.name for v in axis.values]
+            if axis.name in VARIANT_AXES or known & set(names) or len(set(names)) != len(names):
+                raise ValueError(f"{protocol.name}: axis {axis.name!r} or one of its values ({', '.join(names)}) "
+                                 "is already in lab/axes.py: names are unique across the table")
+            known |= set(names)
+            VARIANT_AXES[axis.name] = Axis(axis.name, f"{protocol.label}: {axis.summary}", tuple(
+                Value(v.name, v.summary, client=MappingProxyType(dict(v.client)),
+                      capture=MappingProxyType(dict(v.capture)), client_only=True) for v in axis.values),
+                in_default_run=axis.in_default_run)
+
+
+_protocols_axes()
 
 
 # --- modes --------------------------------------------------------------------------

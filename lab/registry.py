@@ -155,6 +155,19 @@ class Implementation:
         return options
 
     @property
+    def served_by(self) -> str:
+        """The subject whose service process serves this one: itself, unless values of its variant
+        change only the lab's client (lab/axes.py, Value.client_only: a protocol's own axis, e.g.
+        the wire protocol its client speaks to the one server); then the subject without them,
+        whose process, endpoint and port it shares."""
+        supported = dict(self.supported)
+        changed = [(a, v) for a, v in self.values if supported[a][0] != v]
+        kept = [v for a, v in changed if not axes.VARIANT_AXES[a].value(v).client_only]
+        if len(kept) == len(changed):
+            return self.name
+        return variant(self.base + "".join(f"+{v}" for v in kept)).name
+
+    @property
     def secure(self) -> bool:
         """Its variant puts TLS between the lab's client and it: its client verifies a CA."""
         return "ca_file" in self.client_options()
@@ -438,6 +451,14 @@ def variants_of(impl: Implementation, *, default_run: bool = False) -> list[Impl
             continue
         out += [variant(f"{impl.base}+{value}") for value in values[1:]]
     return out
+
+
+def services_of(implementations: Sequence[Implementation]) -> dict[str, Implementation]:
+    """Subject name -> the implementation whose process serves it (Implementation.served_by): itself,
+    or the subject its client-only values vary (the one among `implementations` when there, else the
+    registry's). The lab starts one process per distinct value, in the order given."""
+    given = {impl.name: impl for impl in implementations}
+    return {impl.name: given.get(impl.served_by) or variant(impl.served_by) for impl in implementations}
 
 
 def every_variant(root: Path = SERVICES) -> list[Implementation]:
