@@ -65,7 +65,7 @@ from capture.tshark import (
     tally,
 )
 from capture.workload import RemoteWorkload, Workload
-from clients.protocols import PROTOCOLS
+from clients.protocols import PROTOCOLS, Protocol
 from lab import dataset, workload
 from lab.context import run_context
 from lab.host.netns import veth_namespace
@@ -91,11 +91,16 @@ def service_port(endpoint: str) -> int:
 
 # --- accounting --------------------------------------------------------------
 
+def _descriptor(protocol: str | Protocol) -> Protocol:
+    """A protocol by name, or as a subject's variant frames it (lab.registry Implementation.framing)."""
+    return protocol if isinstance(protocol, Protocol) else PROTOCOLS[protocol]
+
+
 def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
-                protocol: str) -> tuple[int, int]:
+                protocol: str | Protocol) -> tuple[int, int]:
     """Application payload bytes (to_server, to_client) tshark found in `packets`."""
     out = [0, 0]
-    descriptor = PROTOCOLS[protocol]
+    descriptor = _descriptor(protocol)
     for p in packets:
         lay = layers.get(p.number)
         if lay is None:
@@ -121,7 +126,7 @@ def summary(split: Split, n: int = 1, app: tuple[int, int] = (0, 0)) -> dict[str
 
 
 def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port: int,
-                      protocol: str) -> dict[str, Split]:
+                      protocol: str | Protocol) -> dict[str, Split]:
     """One TCP connection's packets split into PHASES, per direction.
 
     TCP handshake and FIN/ACK come from the engine's classification.  The
@@ -133,7 +138,7 @@ def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port:
     count with the operation); a pure ACK joins the phase of the data before it.
     """
     acc = {ph: [Tally(), Tally()] for ph in PHASES}
-    transport = PROTOCOLS[protocol].transport
+    transport = _descriptor(protocol).transport
     last = "operation"
     ws_started = False
     h2_headers_from: set[int] = set()
@@ -228,6 +233,8 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                  + ", ".join(f"{k} {v}" for k, v in lab.endpoints.items()))
         impls = [i for i in lab.implementations if i.serves(*CRUD_CALLS)]  # push: capture/push.py
         protocols = {i.name: i.protocol for i in impls}
+        # how each subject's variant frames the wire (a client-only wire protocol its own way)
+        framings = {i.name: i.framing() for i in impls}
         ports = {i.name: service_port(lab.endpoints[i.name]) for i in impls}
         db_port = urlparse(lab.database.uri).port
         assert db_port is not None
@@ -280,7 +287,12 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         capture_s = time.monotonic() - t_capture
         progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
 
-        decode = {ports[k]: PROTOCOLS[protocols[k]].dissector for k in ports}
+        # a port several subjects share (one process serving them: lab/registry.py, served_by) is
+        # decoded by its first subject's dissector; tshark's HTTP one hands a connection that starts
+        # with HTTP/2's preface to its HTTP/2 dissector
+        decode: dict[int, str] = {}
+        for k in ports:
+            decode.setdefault(ports[k], framings[k].dissector)
         service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"})
         if db_cap is not None:
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
@@ -295,7 +307,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                     (keep_pcap / cap.path.name).write_bytes(cap.path.read_bytes())
 
         results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
-                          ports, protocols, db_port)
+                          ports, protocols, db_port, framings)
         results["context"] = run_context(
             lab.mode, lab.database, lab.implementations,
             capture={"interface": link.host_if if link else "lo",
@@ -329,7 +341,12 @@ def _record_sizes() -> dict[str, Any]:
 
 def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[int, Layers],
             db_packets: list[Packet], db_layers: dict[int, Layers], ports: dict[str, int],
-            protocols: dict[str, str], db_port: int) -> dict[str, Any]:
+            protocols: dict[str, str], db_port: int,
+            framings: dict[str, Protocol] | None = None) -> dict[str, Any]:
+    """`framings`: how each subject's variant frames the wire, where it is not its protocol's own way."""
+    def framing(name: str) -> str | Protocol:
+        return (framings or {}).get(name, protocols[name])
+
     by_stream = streams(packets)
     db_ops = operation_streams(db_packets, db_layers, db_port)
     db_work = [p for p in db_packets if p.stream in db_ops]
@@ -356,7 +373,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
                 problems.append(f"{name} {op} steady: {syns} SYNs, {n_streams} connections")
             steady.setdefault(name, {})[op] = {
                 **summary(tally(window, port), nops,
-                          app_payload(window, layers, port, protocols[name])),
+                          app_payload(window, layers, port, framing(name))),
                 "n": nops, "syn_packets": syns, "connections": n_streams}
         elif kind == "new_connection":
             port = ports[name]
@@ -365,8 +382,8 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             if len(opened) != 1:
                 problems.append(f"{name} {op} new connection: {len(opened)} connections opened")
             stream = [p for s in opened for p in by_stream[s]]
-            phases = connection_phases(stream, layers, port, protocols[name])
-            total = summary(tally(stream, port), 1, app_payload(stream, layers, port, protocols[name]))
+            phases = connection_phases(stream, layers, port, framing(name))
+            total = summary(tally(stream, port), 1, app_payload(stream, layers, port, framing(name)))
             candidates.setdefault((name, op), []).append(({
                 "total": total,
                 "phases": {ph: summary(s) for ph, s in phases.items()},

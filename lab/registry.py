@@ -51,6 +51,7 @@ directory in the lab's cache). Every command runs in the repository root.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -67,7 +68,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from clients.protocols import secure_endpoint
+from clients.protocols import Protocol, secure_endpoint
+from clients.protocols import get as protocol_descriptor
 from lab import axes, settings
 from lab.settings import PROTOCOL_ORDER, ROOT
 
@@ -166,6 +168,16 @@ class Implementation:
         if len(kept) == len(changed):
             return self.name
         return variant(self.base + "".join(f"+{v}" for v in kept)).name
+
+    def framing(self) -> Protocol:
+        """Its protocol's descriptor as its variant puts it on the wire: the `transport` and `payload`
+        its values' capture entries name (lab/axes.py, Value.capture) over the descriptor's own. What
+        the wire capture dissects and counts by (a client-only wire protocol frames its messages its way)."""
+        overrides = {key: setting for axis, value in self.values
+                     for key, setting in axes.VARIANT_AXES[axis].value(value).capture.items()
+                     if key in ("transport", "payload")}
+        descriptor = protocol_descriptor(self.protocol)
+        return dataclasses.replace(descriptor, **overrides) if overrides else descriptor
 
     @property
     def secure(self) -> bool:

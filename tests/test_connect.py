@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
+import subprocess
 
 import pytest
 import requests
@@ -16,7 +18,7 @@ from clients import connect
 from clients.connect.client import ConnectClient
 from contract import games_pb2 as pb
 from contract.errors import CONNECT_CODE, INVALID_ARGUMENT, NOT_FOUND
-from lab import axes, dataset
+from lab import axes, dataset, settings
 from lab.host import compose
 from lab.pytest_plugin.fixtures import implementations
 from lab.registry import services_of, variant
@@ -109,3 +111,52 @@ def test_the_client_refuses_an_unknown_wire_or_codec() -> None:
         ConnectClient("http://127.0.0.1:1", wire="soap")
     with pytest.raises(ValueError, match="codec 'xml'"):
         ConnectClient("http://127.0.0.1:1", codec="xml")
+
+
+# The frameworks' own tools against the one server ---------------------------------------------
+
+BUF = ("@bufbuild/buf", "1.75.0")  # the buf CLI, as npm serves it (its binary in @bufbuild/buf-linux-x64)
+
+
+def buf_or_skip() -> str:
+    """buf from npm, installed once into the lab's cache."""
+    package, version = BUF
+    root = settings.cache_dir() / f"buf-{version}"
+    binary = root / "node_modules" / ".bin" / "buf"
+    if not binary.exists():
+        if shutil.which("npm") is None:
+            pytest.skip(f"buf curl: the buf CLI comes from npm ({package}@{version}); npm is not installed")
+        root.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["npm", "install", "--prefix", str(root), "--no-save", "--no-audit", "--no-fund",
+                               f"{package}@{version}"], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    return str(binary)
+
+
+@pytest.mark.parametrize("wire", [[], ["--protocol", "grpc", "--http2-prior-knowledge"], ["--protocol", "grpcweb"]],
+                         ids=["connect", "grpc", "grpcweb"])
+def test_buf_curl_calls_the_one_server_in_each_wire_protocol(lab, seeded, wire) -> None:
+    buf = buf_or_skip()
+    known = dataset.documents(seeded[:1])[0]["_id"]
+    endpoint = lab.endpoints[BASE]
+    got = subprocess.run([buf, "curl", "--schema", str(settings.ROOT / "contract" / "games.proto"), *wire,
+                          "--data", json.dumps({"id": known}), endpoint + GET_GAME],
+                         capture_output=True, text=True, timeout=120, cwd=settings.ROOT)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["id"] == known
+    missing = subprocess.run([buf, "curl", "--schema", str(settings.ROOT / "contract" / "games.proto"), *wire,
+                              "--data", '{"id": "999999999999"}', endpoint + GET_GAME],
+                             capture_output=True, text=True, timeout=120, cwd=settings.ROOT)
+    assert missing.returncode != 0 and '"not_found"' in missing.stdout + missing.stderr, missing.stderr
+
+
+def test_grpcurl_calls_the_one_server_over_grpc_with_the_proto(lab, seeded) -> None:
+    from test_outside_clients import grpcurl_or_skip
+
+    grpcurl = grpcurl_or_skip()
+    known = dataset.documents(seeded[:1])[0]["_id"]
+    got = subprocess.run([grpcurl, "-plaintext", "-import-path", str(settings.ROOT / "contract"), "-proto",
+                          "games.proto", "-d", json.dumps({"id": known}), lab.endpoints[BASE].split("://", 1)[1],
+                          "protolab.games.v1.Games/GetGame"], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["id"] == known
