@@ -83,10 +83,6 @@ func dial(plan crosscheck.Plan) (*crosscheck.Client, error) {
 		}
 		return nil
 	}
-	// Connect outside the timing: one call opens the kept-alive connection.
-	if err := call(); err != nil {
-		return nil, err
-	}
 	return &crosscheck.Client{Call: call, Sent: sent, Close: transport.CloseIdleConnections}, nil
 }
 

@@ -27,6 +27,7 @@ import (
 
 	common "protolab/services/common/go"
 	pb "protolab/services/common/go/gamespb"
+	"protolab/services/common/go/pbgame"
 	"protolab/services/connect/go_connect/codec"
 )
 
@@ -92,15 +93,15 @@ func (s *server) createGame(ctx context.Context, req *connect.Request[pb.Game]) 
 		return nil, connect.NewError(connect.CodeInvalidArgument,
 			errors.New("id must be empty in CreateGame: the server assigns it"))
 	}
-	doc, err := s.store.Create(ctx, s.contract.GameOf(req.Msg))
+	doc, err := s.store.Create(ctx, pbgame.GameOf(s.contract, req.Msg))
 	if err != nil {
 		return nil, s.fail(err)
 	}
-	return connect.NewResponse(common.GameMessage(doc)), nil
+	return connect.NewResponse(pbgame.GameMessage(doc)), nil
 }
 
 func (s *server) getGame(ctx context.Context, req *connect.Request[pb.GameId]) (*connect.Response[pb.Game], error) {
-	var game common.StoredGame
+	var game pbgame.StoredGame
 	if err := s.store.GetInto(ctx, req.Msg.Id, &game); err != nil {
 		return nil, s.fail(err)
 	}
@@ -112,7 +113,7 @@ func (s *server) listGames(ctx context.Context, req *connect.Request[pb.ListGame
 	if limit == 0 { // proto3's unset value: the default
 		limit = int64(s.contract.Limits.DefaultListLimit)
 	}
-	var games []common.StoredGame // cursor.All sizes it to the page
+	var games []pbgame.StoredGame // cursor.All sizes it to the page
 	if err := s.store.ListInto(ctx, limit, int64(req.Msg.Offset), &games); err != nil {
 		return nil, s.fail(err)
 	}
@@ -124,11 +125,11 @@ func (s *server) listGames(ctx context.Context, req *connect.Request[pb.ListGame
 }
 
 func (s *server) updateGame(ctx context.Context, req *connect.Request[pb.Game]) (*connect.Response[pb.Game], error) {
-	doc, err := s.store.Update(ctx, req.Msg.Id, s.contract.GameOf(req.Msg))
+	doc, err := s.store.Update(ctx, req.Msg.Id, pbgame.GameOf(s.contract, req.Msg))
 	if err != nil {
 		return nil, s.fail(err)
 	}
-	return connect.NewResponse(common.GameMessage(doc)), nil
+	return connect.NewResponse(pbgame.GameMessage(doc)), nil
 }
 
 func (s *server) deleteGame(ctx context.Context, req *connect.Request[pb.GameId]) (*connect.Response[pb.Empty], error) {

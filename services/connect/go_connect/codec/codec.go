@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	common "protolab/services/common/go"
+	"protolab/services/common/go/pbgame"
 )
 
 // Proto is protobuf's binary codec refusing what grpc-go's strict decoder in
@@ -36,7 +36,7 @@ func (Proto) Unmarshal(data []byte, m any) error {
 	if err := proto.Unmarshal(data, message); err != nil {
 		return err
 	}
-	if number, found := common.UnknownField(message.ProtoReflect()); found {
+	if number, found := pbgame.UnknownField(message.ProtoReflect()); found {
 		return fmt.Errorf("unknown or mistyped field number %d in %s", number, message.ProtoReflect().Descriptor().Name())
 	}
 	return nil

@@ -1,16 +1,18 @@
-package common
+// Package pbgame is the contract's Game as the generated protobuf message
+// (contract/games.proto) and back, for the services that speak protobuf over
+// the shared store (the Connect service; the gRPC service keeps its own copy
+// in its main package). Apart from package common, so that the services that
+// speak no protobuf do not link the generated code.
+package pbgame
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	common "protolab/services/common/go"
 	pb "protolab/services/common/go/gamespb"
 )
-
-// The contract's Game as the generated protobuf message (contract/games.proto)
-// and back, for the services that speak protobuf over the shared store (the
-// Connect service; the gRPC service keeps its own copy in its main package).
 
 // StoredGame is a stored game decoded straight into the generated message (its
 // json tags are the stored keys; the store's typed collection reads them).
@@ -52,7 +54,7 @@ func UnknownField(m protoreflect.Message) (protoreflect.FieldNumber, bool) {
 
 // GameOf is a message's game fields (no id) as the JSON values the store
 // validates, by the contract's field table (contract/grpc_codec.py).
-func (c *Contract) GameOf(m *pb.Game) map[string]any {
+func GameOf(c *common.Contract, m *pb.Game) map[string]any {
 	r := m.ProtoReflect()
 	fields := r.Descriptor().Fields()
 	game := make(map[string]any, len(c.Fields))
@@ -62,20 +64,20 @@ func (c *Contract) GameOf(m *pb.Game) map[string]any {
 			continue // the store reports it missing
 		}
 		switch f.Kind {
-		case KindNullableBool:
+		case common.KindNullableBool:
 			if r.Has(fd) {
 				game[f.Name] = r.Get(fd).Bool()
 			} else {
 				game[f.Name] = nil
 			}
-		case KindStringList:
+		case common.KindStringList:
 			list := r.Get(fd).List()
 			items := make([]any, list.Len())
 			for i := range items {
 				items[i] = list.Get(i).String()
 			}
 			game[f.Name] = items
-		case KindLanguageDetails:
+		case common.KindLanguageDetails:
 			list := r.Get(fd).List()
 			items := make([]any, list.Len())
 			for i := range items {
