@@ -1,6 +1,6 @@
 """Connect's own conformance suite (connectrpc.com/conformance) against each Connect server of the lab
-(clients/connect/conformance.py): make test runs the short feature set (Connect, gRPC and gRPC-Web,
-unary, protobuf, no compression) and asserts that every case passed; `make conformance` runs every
+(clients/connect/conformance.py): make test runs the short feature set (each protocol and HTTP version
+the server claims, unary, protobuf, no compression) and asserts that every case passed; `make conformance` runs every
 feature each server claims (its conformance.yaml) and keeps the report in results/conformance/
 (kind `conformance`), whatever the counts."""
 
@@ -29,11 +29,20 @@ def runner() -> Path:
     return go_install(*conformance.RUNNER)
 
 
-def test_the_go_server_has_a_conformance_server_claiming_unary_calls() -> None:
-    assert "connect/go_connect" in {s.implementation for s in SERVERS}
+def test_every_connect_server_has_a_conformance_server_claiming_unary_calls() -> None:
+    folder = settings.ROOT / "services"
+    implementations = {p.parent.relative_to(folder).as_posix() for p in folder.glob("connect/*/manifest.toml")}
+    assert {s.implementation for s in SERVERS} == implementations
     for server in SERVERS:
         claimed = server.config.read_text()
         assert "STREAM_TYPE_UNARY" in claimed and "STREAM_TYPE_SERVER" not in claimed
+
+
+def test_the_short_set_narrows_what_a_server_claims() -> None:
+    for server in SERVERS:
+        short = server.short_config()
+        assert "codecs: [CODEC_PROTO]" in short and "CODEC_JSON" not in short and "COMPRESSION_GZIP" not in short
+        assert short.count("PROTOCOL_") == server.config.read_text().count("PROTOCOL_")
 
 
 def test_the_report_is_read_from_the_runners_closing_lines() -> None:
@@ -49,7 +58,7 @@ def test_the_report_is_read_from_the_runners_closing_lines() -> None:
 def test_the_short_feature_set_passes_every_case(runner, server, tmp_path) -> None:
     conformance.build(server, tmp_path)
     config = tmp_path / "short.yaml"
-    config.write_text(conformance.SHORT)
+    config.write_text(server.short_config())
     report = conformance.run(runner, server, tmp_path, config)
     assert report["cases"], report["output_tail"]
     assert report["failed"] == 0 and report["passed"] == report["cases"] and report["exit_status"] == 0, (
