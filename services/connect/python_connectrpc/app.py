@@ -50,6 +50,14 @@ class StrictProto:
         return message
 
 
+class GamesApplication(ConnectWSGIApplication):
+    """The Games service's WSGI application (connect-python's generated code would declare it so)."""
+
+    @property
+    def path(self) -> str:
+        return f"/{SERVICE}"
+
+
 def _fail(exc: ContractError) -> ConnectError:
     return ConnectError(Code(CONNECT_CODE.get(exc.code, "internal")), exc.message)
 
@@ -58,7 +66,7 @@ def _game(document: dict[str, Any]) -> pb.Game:
     return game_to_message(document, document["id"])
 
 
-def application(store: Store) -> ConnectWSGIApplication:
+def application(store: Store) -> GamesApplication:
     def create(m: pb.Game, ctx: Any) -> pb.Game:
         if m.id:
             raise ConnectError(Code.INVALID_ARGUMENT, "id must be empty in CreateGame: the server assigns it")
@@ -99,8 +107,8 @@ def application(store: Store) -> ConnectWSGIApplication:
                           else IdempotencyLevel.UNKNOWN)
         endpoints[f"/{SERVICE}/{method.name}"] = EndpointSync.unary(method=info,
                                                                    function=contract_errors(functions[method.name]))
-    return ConnectWSGIApplication(endpoints=endpoints, read_max_bytes=MAX_REQUEST_BYTES,
-                                  codecs=[StrictProto(), google_protobuf_json_codec(ignore_unknown_fields=False)])
+    return GamesApplication(endpoints=endpoints, read_max_bytes=MAX_REQUEST_BYTES,
+                            codecs=[StrictProto(), google_protobuf_json_codec(ignore_unknown_fields=False)])
 
 
 app = application(Store())

@@ -27,6 +27,12 @@ SERVICE = "connectrpc.conformance.v1.ConformanceService"
 QUERY: contextvars.ContextVar[dict[str, list[str]] | None] = contextvars.ContextVar("query", default=None)
 
 
+class ConformanceApplication(ConnectWSGIApplication):
+    @property
+    def path(self) -> str:
+        return f"/{SERVICE}"
+
+
 def _pack(message: Any) -> any_pb2.Any:
     packed = any_pb2.Any()
     packed.Pack(message)
@@ -84,7 +90,7 @@ def _method(name: str, request: type, response: type, idempotency: IdempotencyLe
 
 def application() -> Any:
     limit = int(os.environ.get("CONFORMANCE_RECEIVE_LIMIT", "0")) or None
-    connect = ConnectWSGIApplication(
+    connect = ConformanceApplication(
         endpoints={
             f"/{SERVICE}/Unary": EndpointSync.unary(
                 method=_method("Unary", pb.UnaryRequest, pb.UnaryResponse, IdempotencyLevel.UNKNOWN),
