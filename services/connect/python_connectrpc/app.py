@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectrpc.code import Code
-from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
+from connectrpc.compat import google_protobuf_json_codec
 from connectrpc.errors import ConnectError
 from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
 from connectrpc.server import ConnectWSGIApplication, EndpointSync
@@ -22,32 +22,12 @@ from connectrpc.server import ConnectWSGIApplication, EndpointSync
 from contract import games_pb2 as pb
 from contract.errors import CONNECT_CODE, ContractError
 from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
-from contract.grpc_codec import game_to_message, message_to_game, unknown_field_numbers
+from contract.grpc_codec import game_to_message, message_to_game
 from services.common.store import Store
+from services.connect.python_connectrpc.codec import StrictProto
 
 SERVICE = "protolab.games.v1.Games"
 NO_SIDE_EFFECTS = ("GetGame", "ListGames", "Health")  # Connect's GET allowed
-
-
-class StrictProto:
-    """protobuf's binary codec (google.protobuf) refusing unknown or mistyped fields."""
-
-    def __init__(self) -> None:
-        self.inner = google_protobuf_binary_codec()
-
-    def name(self) -> str:
-        return self.inner.name()
-
-    def encode(self, message: Any) -> bytes:
-        return self.inner.encode(message)
-
-    def decode(self, data: bytes | bytearray, message_class: Any) -> Any:
-        message = self.inner.decode(data, message_class)
-        unknown = unknown_field_numbers(message)
-        if unknown:
-            raise ConnectError(Code.INVALID_ARGUMENT,
-                               f"unknown or mistyped field number {unknown[0]} in {message_class.__name__}")
-        return message
 
 
 class GamesApplication(ConnectWSGIApplication):

@@ -20,7 +20,7 @@ from connectrpc.server import ConnectWSGIApplication, EndpointSync
 from google.protobuf import any_pb2
 from protobuf.wkt import Any as WireAny
 
-from services.connect.python_connectrpc.app import StrictProto
+from services.connect.python_connectrpc.codec import StrictProto
 from services.connect.python_connectrpc.conformance.gen import service_pb2 as pb
 
 SERVICE = "connectrpc.conformance.v1.ConformanceService"
