@@ -60,6 +60,8 @@ def test_the_short_feature_set_passes_every_case(runner, server, tmp_path) -> No
     config = tmp_path / "short.yaml"
     config.write_text(server.short_config())
     report = conformance.run(runner, server, tmp_path, config)
+    print(f"\n{server.implementation}, short set: {report['passed']} of {report['cases']} passed "
+          f"({report['seconds']} s)")
     assert report["cases"], report["output_tail"]
     assert report["failed"] == 0 and report["passed"] == report["cases"] and report["exit_status"] == 0, (
         f"{report['failed']} of {report['cases']} failed: {report['failures'][:10]}\n{report['output_tail']}")
