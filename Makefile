@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: handshake sweep profile fuzz bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
+.PHONY: handshake sweep profile fuzz conformance bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -46,6 +46,11 @@ test: bootstrap
 FUZZ_CASES ?= 10000
 fuzz: bootstrap
 	FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS)
+
+# Connect's own conformance suite against each Connect server, every feature it claims
+# (services/connect/*/conformance/conformance.yaml): results/conformance/. make test runs a short set.
+conformance: bootstrap
+	LAB_CONFORMANCE=full $(PY) -m pytest --benchmark-disable -s tests/test_connect_conformance.py $(PYTEST_ARGS)
 
 # The latency suite alone (benchmarks/): collecting tests/ too printed a skip mark for each of
 # its ~1,400 tests before the first benchmark. Narrow it with -k: make bench PYTEST_ARGS="-k fetch"

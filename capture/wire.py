@@ -66,8 +66,7 @@ from capture.tshark import (
     tally,
 )
 from capture.workload import RemoteWorkload, Workload
-from clients.protocols import DISSECTOR as TRANSPORT_DISSECTOR
-from clients.protocols import PROTOCOLS
+from clients.protocols import PROTOCOLS, Protocol
 from lab import dataset, workload
 from lab.context import run_context
 from lab.environment import client_options
@@ -94,24 +93,25 @@ def service_port(endpoint: str) -> int:
 
 # --- accounting --------------------------------------------------------------
 
-def subject_framing(impl: Any) -> tuple[str, str]:
-    """(the tshark dissector of a subject's port, its transport for the phases): its protocol's
-    own (the descriptor's), or its variant's framing (lab/axes.py, Value.capture "framing": an
-    HTTP/1.1 protocol's subject over HTTP/2). Over TLS ("tls") the port is decoded as TLS, with
-    the clients' key log, and tshark picks HTTP/2 or HTTP/1.1 inside by the connection's ALPN."""
-    descriptor = PROTOCOLS[impl.protocol]
-    capture = impl.capture()
-    transport = capture.get("framing") or descriptor.transport
-    dissector = "tls" if capture.get("tls") else TRANSPORT_DISSECTOR[transport]
-    return dissector, transport
+def _descriptor(protocol: str | Protocol) -> Protocol:
+    """A protocol by name, or as a subject's variant frames it (lab.registry Implementation.framing)."""
+    return protocol if isinstance(protocol, Protocol) else PROTOCOLS[protocol]
+
+
+def subject_framing(impl: Any) -> tuple[str, Protocol]:
+    """(the tshark dissector of a subject's port, its protocol's descriptor as its variant frames the
+    wire: lab.registry Implementation.framing, e.g. an HTTP/1.1 protocol's subject over HTTP/2).
+    Over TLS (its capture entry "tls") the port is decoded as TLS with the clients' key log, and
+    tshark picks HTTP/2 or HTTP/1.1 inside by the connection's ALPN."""
+    framing = impl.framing()
+    return ("tls" if impl.capture().get("tls") else framing.dissector), framing
 
 
 def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
-                protocol: str, transport: str = "") -> tuple[int, int]:
-    """Application payload bytes (to_server, to_client) tshark found in `packets`. `transport`:
-    the subject's own when not its protocol's ("http2": HTTP bodies as DATA frames' payloads)."""
+                protocol: str | Protocol) -> tuple[int, int]:
+    """Application payload bytes (to_server, to_client) tshark found in `packets`."""
     out = [0, 0]
-    descriptor = PROTOCOLS[protocol]
+    descriptor = _descriptor(protocol)
     for p in packets:
         lay = layers.get(p.number)
         if lay is None:
@@ -120,7 +120,7 @@ def app_payload(packets: Sequence[Packet], layers: dict[int, Layers], port: int,
             n = sum(lay.messages.get(descriptor.message_field, ()))
         elif descriptor.payload == "websocket_data":
             n = sum(f.length for f in lay.ws if f.opcode in WS_DATA_OPCODES)
-        elif transport == "http2" and descriptor.transport == "http":  # an HTTP body in HTTP/2 DATA frames
+        elif descriptor.payload == "http2_data":  # an HTTP body in HTTP/2 DATA frames
             n = sum(f.length for f in lay.h2 if f.type == H2_DATA)
         else:
             n = lay.http_body
@@ -139,7 +139,7 @@ def summary(split: Split, n: int = 1, app: tuple[int, int] = (0, 0)) -> dict[str
 
 
 def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port: int,
-                      protocol: str, transport: str = "") -> dict[str, Split]:
+                      protocol: str | Protocol) -> dict[str, Split]:
     """One TCP connection's packets split into PHASES, per direction.
 
     TCP handshake and FIN/ACK come from the engine's classification.  The
@@ -149,11 +149,9 @@ def connection_phases(stream: Sequence[Packet], layers: dict[int, Layers], port:
     first WebSocket frame (the HTTP upgrade) and the close frames.  A segment
     holding both setup and operation bytes is divided by bytes (its headers
     count with the operation); a pure ACK joins the phase of the data before it.
-    `transport`: the subject's when not its protocol's (subject_framing). Over TLS the
-    handshake's records count with the operation's bytes (TLS overhead is not split out here).
     """
     acc = {ph: [Tally(), Tally()] for ph in PHASES}
-    transport = transport or PROTOCOLS[protocol].transport
+    transport = _descriptor(protocol).transport
     last = "operation"
     ws_started = False
     h2_headers_from: set[int] = set()
@@ -262,13 +260,16 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                  + ", ".join(f"{k} {v}" for k, v in lab.endpoints.items()))
         impls = [i for i in lab.implementations if i.serves(*CRUD_CALLS)]  # push: capture/push.py
         protocols = {i.name: i.protocol for i in impls}
+        # how each subject's variant frames the wire (a client-only wire protocol its own way,
+        # an HTTP/1.1 protocol's subject over HTTP/2), and whether TLS wraps it
+        framing = {i.name: subject_framing(i) for i in impls}
+        framings = {k: f for k, (_, f) in framing.items()}
         ports = {i.name: service_port(lab.endpoints[i.name]) for i in impls}
         db_port = urlparse(lab.database.uri).port
         assert db_port is not None
         store = lab.store()
         stack.callback(store.close)
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-wire-")))
-        framing = {i.name: subject_framing(i) for i in impls}
         # A subject over TLS: the lab's Python clients write their TLS secrets to SSLKEYLOGFILE
         # (ssl.create_default_context reads it as a context is made), and tshark decrypts with it.
         keylog: Path | None = None
@@ -321,7 +322,12 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         capture_s = time.monotonic() - t_capture
         progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
 
-        decode = {ports[k]: framing[k][0] for k in ports}
+        # a port several subjects share (one process serving them: lab/registry.py, served_by) is
+        # decoded by its first subject's dissector; tshark's HTTP one hands a connection that starts
+        # with HTTP/2's preface to its HTTP/2 dissector
+        decode: dict[int, str] = {}
+        for k in ports:
+            decode.setdefault(ports[k], framing[k][0])
         service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"},
                                  keylog=keylog if keylog is not None and keylog.exists() else None)
         if db_cap is not None:
@@ -337,7 +343,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                     (keep_pcap / cap.path.name).write_bytes(cap.path.read_bytes())
 
         results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
-                          ports, protocols, db_port, {k: t for k, (_, t) in framing.items()})
+                          ports, protocols, db_port, framings)
         results["context"] = run_context(
             lab.mode, lab.database, lab.implementations,
             capture={"interface": link.host_if if link else "lo",
@@ -347,13 +353,14 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                      "warmup_operations": 2, "tshark": _tshark_version(),
                      "capture_seconds": round(capture_s, 2)})
         results["context"]["payload_source"] = APP_PAYLOAD_SOURCE
-        # The subjects whose framing is not their protocol's (a variant over HTTP/2, or over TLS).
+        # The subjects whose framing is not their protocol's (a variant over HTTP/2, a client-only
+        # wire protocol, TLS).
         results["context"]["subject_framing"] = {
-            k: {"dissector": d, "transport": t, "payload": "HTTP/2 DATA frame payloads"
-                if t == "http2" and PROTOCOLS[protocols[k]].transport == "http" else APP_PAYLOAD_SOURCE[protocols[k]],
+            k: {"dissector": d, "transport": f.transport,
+                "payload": "HTTP/2 DATA frame payloads" if f.payload == "http2_data" else f.payload_source,
                 "decrypted_with_client_key_log": d == "tls"}
-            for k, (d, t) in framing.items() if (d, t) != (PROTOCOLS[protocols[k]].dissector,
-                                                         PROTOCOLS[protocols[k]].transport)}
+            for k, (d, f) in framing.items() if (d, f.transport) != (PROTOCOLS[protocols[k]].dissector,
+                                                                     PROTOCOLS[protocols[k]].transport)}
         results["context"]["records"] = _record_sizes()
     results["context"]["elapsed_seconds"] = round(time.monotonic() - started, 2)
     return results
@@ -379,9 +386,11 @@ def _record_sizes() -> dict[str, Any]:
 def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[int, Layers],
             db_packets: list[Packet], db_layers: dict[int, Layers], ports: dict[str, int],
             protocols: dict[str, str], db_port: int,
-            transports: dict[str, str] | None = None) -> dict[str, Any]:
-    """`transports`: a subject's own framing where it is not its protocol's (subject_framing)."""
-    transports = transports or {}
+            framings: dict[str, Protocol] | None = None) -> dict[str, Any]:
+    """`framings`: how each subject's variant frames the wire, where it is not its protocol's own way."""
+    def framing(name: str) -> str | Protocol:
+        return (framings or {}).get(name, protocols[name])
+
     by_stream = streams(packets)
     db_ops = operation_streams(db_packets, db_layers, db_port)
     db_work = [p for p in db_packets if p.stream in db_ops]
@@ -408,7 +417,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
                 problems.append(f"{name} {op} steady: {syns} SYNs, {n_streams} connections")
             steady.setdefault(name, {})[op] = {
                 **summary(tally(window, port), nops,
-                          app_payload(window, layers, port, protocols[name], transports.get(name, ""))),
+                          app_payload(window, layers, port, framing(name))),
                 "n": nops, "syn_packets": syns, "connections": n_streams}
         elif kind == "new_connection":
             port = ports[name]
@@ -417,9 +426,8 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             if len(opened) != 1:
                 problems.append(f"{name} {op} new connection: {len(opened)} connections opened")
             stream = [p for s in opened for p in by_stream[s]]
-            phases = connection_phases(stream, layers, port, protocols[name], transports.get(name, ""))
-            total = summary(tally(stream, port), 1,
-                            app_payload(stream, layers, port, protocols[name], transports.get(name, "")))
+            phases = connection_phases(stream, layers, port, framing(name))
+            total = summary(tally(stream, port), 1, app_payload(stream, layers, port, framing(name)))
             candidates.setdefault((name, op), []).append(({
                 "total": total,
                 "phases": {ph: summary(s) for ph, s in phases.items()},

@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	connectrpc.com/connect v1.21.1 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

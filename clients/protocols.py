@@ -20,7 +20,9 @@ What a descriptor says:
                      "websocket" (an HTTP/1.1 upgrade, then WebSocket frames): decides the
                      tshark dissector and how capture finds connection setup and teardown
     payload          how capture counts the application payload: by the transport's own
-                     framing, "http_body" (http.content_length, transport "http") or
+                     framing, "http_body" (http.content_length, transport "http"),
+                     "http2_data" (DATA frame payload lengths, transport "http2": an HTTP/1.1
+                     protocol's subject over HTTP/2) or
                      "websocket_data" (data-frame payload lengths, transport "websocket");
                      or, for a protocol that frames its own messages inside the transport's,
                      the tshark field ("dissector.field") whose values in a frame are the
@@ -51,6 +53,18 @@ What a descriptor says:
     push             the ways it carries a push feed (contract/push.md), each a PushWay below: what
                      the push load instrument (load/push.py), the push capture (capture/push.py) and
                      the report's push section know of it; () when it has no push feed
+    axes             variant axes of its own, each a ClientAxis below (lab/axes.py adds them to its one
+                     table): ways its one server may be spoken to that change only the lab's client
+                     (Connect's wire protocol and codec); a subject varied along one is served by the
+                     process of the subject without it (lab/registry.py, Implementation.served_by)
+
+What a protocol's own axis says (ClientAxis; each value a ClientValue):
+
+    name, summary    the axis, as lab/axes.py names and describes it (unique across the table)
+    values           its values, the base first: each a name (unique across the table: it is the
+                     subject's suffix, connect/go_connect+grpc), a summary, the keyword options it sets
+                     on the protocol's client, and what the wire capture must know of it
+    in_default_run   make bench and make test measure every value (it costs no process of its own)
 
 What a push way says (PushWay):
 
@@ -80,7 +94,7 @@ TRANSPORTS = ("http", "http2", "websocket")
 PUSH_MODES = ("sse", "ws", "poll", "grpc")  # the Go push load client's (load/push-client -mode)
 # The payloads capture counts from a transport's own framing, and the transport each belongs to;
 # any other `payload` is a tshark field of message lengths.
-PAYLOADS = {"http_body": "http", "websocket_data": "websocket"}
+PAYLOADS = {"http_body": "http", "http2_data": "http2", "websocket_data": "websocket"}
 # tshark's dissector for each transport (a WebSocket starts as an HTTP/1.1 upgrade).
 DISSECTOR = {"http": "http", "http2": "http2", "websocket": "http"}
 HERE = Path(__file__).resolve().parent
@@ -112,6 +126,25 @@ class PushWay:
 
 
 @dataclass(frozen=True)
+class ClientValue:
+    name: str
+    summary: str
+    client: dict[str, Any] = field(default_factory=dict)
+    capture: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClientAxis:
+    name: str
+    summary: str
+    values: tuple[ClientValue, ...]
+    in_default_run: bool = False
+
+    def __post_init__(self) -> None:
+        assert self.values and not self.values[0].client, f"{self.name}: the base value sets nothing on the client"
+
+
+@dataclass(frozen=True)
 class Protocol:
     name: str
     order: int
@@ -134,6 +167,7 @@ class Protocol:
     no_crosscheck: str = ""
     codegen: str | None = None
     push: tuple[PushWay, ...] = ()
+    axes: tuple[ClientAxis, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport

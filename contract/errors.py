@@ -24,6 +24,9 @@ assert {NOT_FOUND, INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_E
 
 HTTP_STATUS: dict[str, int] = {code: row["http"] for code, row in ERRORS.items()}
 GRPC_STATUS: dict[str, str] = {code: row["grpc"] for code, row in ERRORS.items()}
+# Connect RPC's codes (its own spelling of gRPC's: "not_found"), column "connect".
+CONNECT_CODE: dict[str, str] = {code: row["connect"] for code, row in ERRORS.items()}
+CODE_OF_CONNECT = {connect: code for code, connect in CONNECT_CODE.items()}
 CODE_OF_HTTP_STATUS = {status: code for code, status in HTTP_STATUS.items()}
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from clients.protocols import PROTOCOLS
+
 # --- variants -----------------------------------------------------------------------
 
 
@@ -45,11 +47,15 @@ class Value:
     service_env: Mapping[str, str] = field(default_factory=dict)   # set on the service's environment
     client: Mapping[str, Any] = field(default_factory=dict)        # the protocol client's keyword options
     capture: Mapping[str, Any] = field(default_factory=dict)       # what the wire capture must know:
-    #   "framing": the tshark dissector of its requests when not its protocol's own ("http2");
+    #   "transport" and "payload": how it frames the wire when not as its protocol's descriptor
+    #   says (clients/protocols.py; lab.registry Implementation.framing), e.g. HTTP/2 DATA frames;
     #   "tls": the TLS version it is wrapped in (the capture decodes it with the clients' key log)
     requires: tuple[str, ...] = ()                                 # of the host: "root", "docker", "netns"
     not_in_docker: str = ""                                        # why Docker mode leaves it out ("": it runs there)
     port_shift: int = 0   # added to the manifest's port_offset, unless its [variant.<value>] sets one
+    # The value changes only the lab's client (a protocol's own axis: clients/protocols.py, ClientAxis):
+    # its subject is served by the process of the subject without it (lab/registry.py, served_by).
+    client_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,13 +122,13 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
                     "(httpx with h2) verifies the lab's CA and that h2 was chosen",
               service_env=_frozen(LAB_HTTP="h2", LAB_TLS="1.3", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
               client=MappingProxyType({"http": "h2", "ca_file": "{tls_ca}"}),
-              capture=MappingProxyType({"framing": "http2", "tls": "1.3"}),
+              capture=MappingProxyType({"transport": "http2", "payload": "http2_data", "tls": "1.3"}),
               not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=400),
         Value("h2c", "cleartext HTTP/2 with prior knowledge: the lab's client opens with the connection "
                      "preface, and an answer in HTTP/1.1 is an error",
               service_env=_frozen(LAB_HTTP="h2c"),
               client=MappingProxyType({"http": "h2c"}),
-              capture=MappingProxyType({"framing": "http2"}),
+              capture=MappingProxyType({"transport": "http2", "payload": "http2_data"}),
               port_shift=500),
     )),
     Axis("compression",
@@ -146,6 +152,27 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
                    capture=MappingProxyType({"compression": "gzip"})),
          )),
 )}
+
+
+
+def _protocols_axes() -> None:
+    """Each protocol's own axes (clients/<protocol>/__init__.py, DESCRIPTOR.axes), into the one table:
+    values that change only the lab's client, so that one server process serves all of them."""
+    known = {v.name for a in VARIANT_AXES.values() for v in a.values}
+    for protocol in PROTOCOLS.values():
+        for axis in protocol.axes:
+            names = [v.name for v in axis.values]
+            if axis.name in VARIANT_AXES or known & set(names) or len(set(names)) != len(names):
+                raise ValueError(f"{protocol.name}: axis {axis.name!r} or one of its values ({', '.join(names)}) "
+                                 "is already in lab/axes.py: names are unique across the table")
+            known |= set(names)
+            VARIANT_AXES[axis.name] = Axis(axis.name, f"{protocol.label}: {axis.summary}", tuple(
+                Value(v.name, v.summary, client=MappingProxyType(dict(v.client)),
+                      capture=MappingProxyType(dict(v.capture)), client_only=True) for v in axis.values),
+                in_default_run=axis.in_default_run)
+
+
+_protocols_axes()
 
 
 # --- modes --------------------------------------------------------------------------

@@ -51,6 +51,7 @@ directory in the lab's cache). Every command runs in the repository root.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -67,7 +68,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from clients.protocols import secure_endpoint
+from clients.protocols import Protocol, secure_endpoint
+from clients.protocols import get as protocol_descriptor
 from lab import axes, settings
 from lab.settings import PROTOCOL_ORDER, ROOT
 
@@ -156,11 +158,34 @@ class Implementation:
 
     def capture(self) -> dict[str, Any]:
         """What its variant's values tell the wire capture (lab/axes.py, Value.capture): the framing
-        tshark decodes when it is not its protocol's own ("framing": "http2"), the TLS it is wrapped in."""
+        tshark decodes when it is not its protocol's own ("transport": "http2"), the TLS it is wrapped in."""
         found: dict[str, Any] = {}
         for axis, value in self.values:
             found.update(axes.VARIANT_AXES[axis].value(value).capture)
         return found
+
+    @property
+    def served_by(self) -> str:
+        """The subject whose service process serves this one: itself, unless values of its variant
+        change only the lab's client (lab/axes.py, Value.client_only: a protocol's own axis, e.g.
+        the wire protocol its client speaks to the one server); then the subject without them,
+        whose process, endpoint and port it shares."""
+        supported = dict(self.supported)
+        changed = [(a, v) for a, v in self.values if supported[a][0] != v]
+        kept = [v for a, v in changed if not axes.VARIANT_AXES[a].value(v).client_only]
+        if len(kept) == len(changed):
+            return self.name
+        return variant(self.base + "".join(f"+{v}" for v in kept)).name
+
+    def framing(self) -> Protocol:
+        """Its protocol's descriptor as its variant puts it on the wire: the `transport` and `payload`
+        its values' capture entries name (lab/axes.py, Value.capture) over the descriptor's own. What
+        the wire capture dissects and counts by (a client-only wire protocol frames its messages its way)."""
+        overrides = {key: setting for axis, value in self.values
+                     for key, setting in axes.VARIANT_AXES[axis].value(value).capture.items()
+                     if key in ("transport", "payload")}
+        descriptor = protocol_descriptor(self.protocol)
+        return dataclasses.replace(descriptor, **overrides) if overrides else descriptor
 
     @property
     def secure(self) -> bool:
@@ -448,6 +473,14 @@ def variants_of(impl: Implementation, *, default_run: bool = False) -> list[Impl
             continue
         out += [variant(f"{impl.base}+{value}") for value in values[1:]]
     return out
+
+
+def services_of(implementations: Sequence[Implementation]) -> dict[str, Implementation]:
+    """Subject name -> the implementation whose process serves it (Implementation.served_by): itself,
+    or the subject its client-only values vary (the one among `implementations` when there, else the
+    registry's). The lab starts one process per distinct value, in the order given."""
+    given = {impl.name: impl for impl in implementations}
+    return {impl.name: given.get(impl.served_by) or variant(impl.served_by) for impl in implementations}
 
 
 def every_variant(root: Path = SERVICES) -> list[Implementation]:

@@ -58,7 +58,11 @@ class Lab:
         gone: list[str] = []
         if self.closing:
             return gone
+        seen: set[int] = set()
         for name, process in self.processes.items():
+            if id(process) in seen:  # one process serving several subjects (lab/registry.py, served_by)
+                continue
+            seen.add(id(process))
             status = process.popen.poll()
             if status is not None:
                 why = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"

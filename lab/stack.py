@@ -25,7 +25,7 @@ from lab.database import Database, database
 from lab.environment import client_options, native_environment
 from lab.host import compose, dockerd
 from lab.processes import Process, ProcessFailed, free_ports, listens_on
-from lab.registry import Implementation, select
+from lab.registry import Implementation, select, services_of
 from lab.running import Lab, Sites  # defined apart so that Docker mode (lab.host.compose) makes one too
 
 START_ATTEMPTS = 3  # a free port can be taken by someone else before we bind it
@@ -147,16 +147,22 @@ def running_lab(names: Sequence[str] | None = None, mode: str | None = None,
                                           prefix=where.prefix))
         lab = Lab(mode=mode, database=db, implementations=implementations, path=path,
                   link=link.describe() if link is not None else None)
-        build_all(implementations, logs)  # cached: only changed inputs rebuild
+        # One process per service: a subject whose variant changes only the lab's client (lab/axes.py,
+        # Value.client_only) is served by the process of the subject without it (registry.services_of).
+        serving = services_of(implementations)
+        services = list({impl.name: impl for impl in serving.values()}.values())
+        build_all(services, logs)  # cached: only changed inputs rebuild
         base = settings.port_base()
         fixed = [base + impl.port_offset(position) if base else None
-                 for position, impl in enumerate(implementations)]
+                 for position, impl in enumerate(services)]
         owned: list[Process] = []
         stack.callback(stop_all, owned)
-        for name, (process, endpoint) in _start_native(implementations, db, logs, fixed, owned, where).items():
-            lab.endpoints[name] = endpoint
-            lab.pids[name] = process.pid
-            lab.processes[name] = process
+        started = _start_native(services, db, logs, fixed, owned, where)
+        for impl in implementations:
+            process, endpoint = started[serving[impl.name].name]
+            lab.endpoints[impl.name] = endpoint
+            lab.pids[impl.name] = process.pid
+            lab.processes[impl.name] = process
         stack.callback(setattr, lab, "closing", True)  # runs first on the way out
         yield lab
 

@@ -182,7 +182,7 @@ def test_bad_page_is_invalid(served, limit, offset):
     expect(protocol, INVALID_ARGUMENT, client.list, limit, offset)
 
 
-@all_but("grpc", reason="gRPC: limit 0 is proto3's unset value, meaning the default")
+@all_but("grpc", "connect", reason="gRPC, Connect: limit 0 is proto3's unset value, meaning the default")
 def test_page_of_zero_is_invalid(served):
     impl, protocol, client = served
     expect(protocol, INVALID_ARGUMENT, client.list, 0, 0)
@@ -194,7 +194,7 @@ def test_page_of_zero_is_invalid(served):
     ("bad UTF-8 in a string", b"\x1a\x02\xff\xfe"),  # field 3 with invalid UTF-8
     ("truncated message", b"\x1a\x10ab"),
 ])
-@only("grpc", reason="protobuf encoding")
+@only("grpc", "connect", reason="protobuf encoding (Connect with the JSON codec: bytes that are no JSON)")
 def test_grpc_raw_bytes(served, seeded, case, suffix):
     impl, protocol, client = served
     body = game_to_message(seeded[0]).SerializeToString() + suffix

@@ -63,9 +63,18 @@ def _socketio(client: Any) -> None:
     client.sio.call = call
 
 
+def _connect(client: Any) -> None:
+    """Connect: connect-python's client is handed the message, its method and whether it goes as a GET."""
+    def execute_unary(*, request: Any, method: Any, use_get: bool = False, **_: Any) -> None:
+        raise Sent(request.SerializeToString(),
+                   {"procedure": f"/{method.service_name}/{method.name}", "get": use_get,
+                    "message": MessageToDict(request, preserving_proto_field_name=True)})
+    client.client.execute_unary = execute_unary
+
+
 # Where each protocol's client hands its request to its transport library.
 RECORDERS = {"rest": _requests, "graphql": _requests, "soap": _requests, "grpc": _grpc, "ws": _ws,
-             "socketio": _socketio}
+             "socketio": _socketio, "connect": _connect}
 
 
 def sent_by_lab_client(lab: Any, name: str, protocol: str, operation: str) -> Sent:

@@ -33,9 +33,12 @@ from lab.pytest_plugin.fixtures import CRUD_CALLS
 from lab.registry import select
 
 TIMEOUT = 10.0
-HOLDING = [i.name for i in select() if i.holds_idle_connections
+# One subject per service process (a subject varied only on the client's side is held by another's:
+# lab/registry.py, served_by).
+PROCESSES = [i for i in select() if i.served_by == i.name]
+HOLDING = [i.name for i in PROCESSES if i.holds_idle_connections
            and i.serves(*CRUD_CALLS)]
-NOT_HOLDING = sorted(i.name for i in select() if i.name not in HOLDING and i.serves(*CRUD_CALLS))
+NOT_HOLDING = sorted(i.name for i in PROCESSES if i.name not in HOLDING and i.serves(*CRUD_CALLS))
 # One WebSocket per client: the WebSocket protocol and socket.io over its WebSocket transport.
 WS_HOLDING = [n for n in HOLDING if n.startswith(("ws/", "socketio/"))]
 # Each of the 1,000 connections stays open until HOLD_S after the clients began

@@ -64,7 +64,7 @@ def test_the_axis_is_asked_for_and_never_in_the_default_run(monkeypatch) -> None
     assert [v.name for v in axis.values] == ["h1", "h2", "h2c"] and not axis.in_default_run
     h2, h2c = axis.value("h2"), axis.value("h2c")
     assert h2.service_env["LAB_HTTP"] == "h2" and h2.service_env["LAB_TLS"] == "1.3"
-    assert h2c.service_env == {"LAB_HTTP": "h2c"} and h2.capture["framing"] == h2c.capture["framing"] == "http2"
+    assert h2c.service_env == {"LAB_HTTP": "h2c"} and h2.capture["transport"] == h2c.capture["transport"] == "http2"
     monkeypatch.delenv("LAB_VARIANTS", raising=False)
     assert not any(dict(i.values).get("http", "h1") != "h1" for i in registry.discover())
     monkeypatch.setenv("LAB_VARIANTS", "http")

@@ -18,7 +18,7 @@ from capture.dissect import DISSECTOR, Layers
 from capture.tshark import Packet
 from clients import connect
 from clients.protocols import PAYLOADS, PROTOCOLS, Protocol, get
-from contract.errors import ERRORS, HTTP_STATUS, ContractError
+from contract.errors import CONNECT_CODE, ERRORS, HTTP_STATUS, ContractError
 from lab import settings
 from lab.context import CLIENT_PACKAGES
 from lab.registry import discover
@@ -102,6 +102,7 @@ NATIVE_OF = {
     "socketio": lambda code: {"code": code, "message": "m"},
     "sse": lambda code: HTTP_STATUS[code],
     "soap": lambda code: (ERRORS[code]["soap"]["faultcode"], code),
+    "connect": lambda code: CONNECT_CODE[code],
 }
 
 
@@ -254,8 +255,10 @@ def test_a_new_protocols_message_field_is_summed_without_a_change_to_capture(mon
     assert wire.app_payload(packets, layers, port, "rest") == (40, 500)
 
 
-# The protocols' names as words (not "rest", an English word, nor "ws", the WebSocket transport's own).
-NAMED = re.compile(r"\b(" + "|".join(sorted(set(PROTOCOLS) - {"rest", "ws"})) + r")\b", re.IGNORECASE)
+# The protocols' names as words (not "rest", an English word, nor "ws", the WebSocket transport's own,
+# nor "connect", an English word and the clients' own function; Connect RPC by its other names).
+NAMED = re.compile(r"\b(" + "|".join(sorted(set(PROTOCOLS) - {"rest", "ws", "connect"})
+                                     + ["connectrpc", "connect-go", "connect rpc"]) + r")\b", re.IGNORECASE)
 INSTRUMENTS = ("lab", "benchmarks", "load", "capture", "fuzz", "sweep", "report")  # and the lab's core
 NEUTRAL = sorted(str(path.relative_to(settings.ROOT)) for folder in INSTRUMENTS
                  for path in (settings.ROOT / folder).rglob("*") if path.suffix in (".py", ".js")
@@ -265,6 +268,7 @@ NEUTRAL = sorted(str(path.relative_to(settings.ROOT)) for folder in INSTRUMENTS
 def test_the_name_check_reads_every_instrument_file() -> None:
     assert "capture/wire.py" in NEUTRAL and "load/locustfile.py" in NEUTRAL and len(NEUTRAL) > 60
     assert NAMED.search("over gRPC") and NAMED.search("socketio/node_socketio") and not NAMED.search("REST, ws")
+    assert NAMED.search("served by connect-go") and NAMED.search("Connect RPC") and not NAMED.search("connect()")
 
 
 @pytest.mark.parametrize("path", NEUTRAL)

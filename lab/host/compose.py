@@ -59,7 +59,7 @@ from lab.database import Database, durability_text, external, mode_text, secantu
 from lab.environment import RUN_SETTINGS, run_settings, service_environment
 from lab.host import dockerd
 from lab.processes import free_ports
-from lab.registry import TOOLCHAIN_MINIMUMS, Implementation, every_variant, glob_files, select, variant
+from lab.registry import TOOLCHAIN_MINIMUMS, Implementation, every_variant, glob_files, select, services_of, variant
 from lab.running import Lab
 
 COMPOSE_FILE = settings.ROOT / "compose.yaml"
@@ -212,7 +212,9 @@ def _q(value: object) -> str:
 
 
 def render(implementations: Sequence[Implementation] | None = None) -> str:
-    impls = [i for i in (every_variant() if implementations is None else implementations) if not i.not_in_docker]
+    # One container per service process: a subject varied only on the client's side shares its own's.
+    impls = [i for i in (every_variant() if implementations is None else implementations)
+             if not i.not_in_docker and i.served_by == i.name]
     mongo_interval = f"${{LAB_MONGO_HEALTH_INTERVAL:-{MONGO_HEALTH_INTERVAL}}}"
     out = [
         "# Generated from services/*/*/manifest.toml by `python -m lab.host.compose write`; do not edit.",
@@ -637,9 +639,11 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
         raise SystemExit(f"LAB_MODE=docker: {exc}") from None
     kept = False
     try:
-        images = choose_images(d, implementations)
+        serving = services_of(implementations)  # one container per service process
+        services = list({impl.name: impl for impl in serving.values()}.values())
+        images = choose_images(d, services)
         ensure_local_images(d, images)
-        stack = ComposeStack(d, implementations, images,
+        stack = ComposeStack(d, services, images,
                              change_streams=settings.change_streams() if change_streams is None else change_streams,
                              sync_on_commit=settings.db_sync_on_commit(), in_memory=settings.db_in_memory())
         stack.build()
@@ -656,8 +660,9 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
             lab = Lab(mode="docker", database=dataclasses.replace(stack.database(), pid=db_pid),
                       implementations=implementations)
             for impl in implementations:
-                lab.endpoints[impl.name] = impl.endpoint_for("127.0.0.1", stack.ports[service_name(impl)])
-                lab.pids[impl.name] = int(found[service_name(impl)]["State"]["Pid"])
+                container = service_name(serving[impl.name])
+                lab.endpoints[impl.name] = impl.endpoint_for("127.0.0.1", stack.ports[container])
+                lab.pids[impl.name] = int(found[container]["State"]["Pid"])
             _active = stack.describe(found)
             print(f"protolab: docker stack {stack.project} healthy in {stack.timings['up_s']} s "
                   f"(database {lab.database.server} {lab.database.version})", flush=True)

@@ -43,6 +43,7 @@ type Limits struct {
 type ErrorRow struct {
 	HTTP    int    `json:"http"`
 	GRPC    string `json:"grpc"`
+	Connect string `json:"connect"`
 	Meaning string `json:"meaning"`
 }
 

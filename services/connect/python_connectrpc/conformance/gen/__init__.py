@@ -1,0 +1,1 @@
+"""Generated from connectrpc.com/conformance's .proto files (clients/connect/codegen.py)."""
