@@ -3,6 +3,7 @@ module protolab/services
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/99designs/gqlgen v0.17.98
 	github.com/coder/websocket v1.8.15
 	github.com/gorilla/websocket v1.5.3
@@ -14,7 +15,6 @@ require (
 )
 
 require (
-	connectrpc.com/connect v1.21.1 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
 	github.com/goccy/go-yaml v1.19.2 // indirect

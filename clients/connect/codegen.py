@@ -25,6 +25,8 @@ from clients.grpc.codegen import GO_PLUGINS
 ROOT = Path(__file__).resolve().parents[2]
 GO_PACKAGE = "protolab/services/connect/go_connect/conformance/conformancepb"
 GO_DIR = ROOT / "services" / "connect" / "go_connect" / "conformance" / "conformancepb"
+# protobuf's well-known types (google/protobuf/any.proto, ...), which the suite's service.proto imports
+WELL_KNOWN = Path(protoc.__file__).resolve().parent / "_proto"
 PROTOS = ("config", "server_compat", "service")  # what a conformance server needs (service imports config)
 MODULE = "connectrpc.com/conformance"
 PY_PREFIX = "services/connect/python_connectrpc/conformance/gen"
@@ -42,7 +44,7 @@ def write_python(include: Path) -> list[Path]:
                                                               f'import "{PY_PREFIX}/'))
         out = Path(tmp) / "out"
         out.mkdir()
-        status = protoc.main(["grpc_tools.protoc", f"-I{tmp}", f"--python_out={out}",
+        status = protoc.main(["grpc_tools.protoc", f"-I{tmp}", f"-I{WELL_KNOWN}", f"--python_out={out}",
                               *(str(moved / f"{name}.proto") for name in PROTOS)])
         if status != 0:
             raise RuntimeError(f"protoc (conformance suite, Python) failed with status {status}")
@@ -63,7 +65,7 @@ def write(go_install: Callable[[str, str, str], Path]) -> list[Path]:
     plugin = go_install(*GO_PLUGINS["protoc-gen-go"], "protoc-gen-go")
     files = [f"connectrpc/conformance/v1/{name}.proto" for name in PROTOS]
     with tempfile.TemporaryDirectory() as tmp:
-        status = protoc.main(["grpc_tools.protoc", f"-I{include}", f"--plugin=protoc-gen-go={plugin}",
+        status = protoc.main(["grpc_tools.protoc", f"-I{include}", f"-I{WELL_KNOWN}", f"--plugin=protoc-gen-go={plugin}",
                               f"--go_out={tmp}", "--go_opt=paths=source_relative",
                               *(f"--go_opt=M{f}={GO_PACKAGE}" for f in files), *(str(include / f) for f in files)])
         if status != 0:
