@@ -81,6 +81,8 @@ def application(store: Store) -> GamesApplication:
                  "DeleteGame": delete, "Health": health}
     endpoints = {}
     for method in pb.DESCRIPTOR.services_by_name["Games"].methods:
+        if method.name not in functions:   # Subscribe, the push feed's server stream: not served over Connect
+            continue
         info = MethodInfo(name=method.name, service_name=SERVICE, input=getattr(pb, method.input_type.name),
                           output=getattr(pb, method.output_type.name), stream_type=StreamType.UNARY,
                           idempotency_level=IdempotencyLevel.NO_SIDE_EFFECTS if method.name in NO_SIDE_EFFECTS
