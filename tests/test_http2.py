@@ -336,8 +336,10 @@ def test_the_wire_capture_decodes_http2_inside_tls_with_the_key_log(h2_lab: Lab,
     monkeypatch.setenv("SSLKEYLOGFILE", str(keylog))
     for subject in ("rest/go_nethttp+h2", "graphql/python_graphene+h2c"):
         impl = h2_lab.implementation(subject)
-        dissector, transport = subject_framing(impl)
-        assert (dissector, transport) == (("tls" if _value(subject) == "h2" else "http2"), "http2")
+        dissector, framing = subject_framing(impl)
+        transport = framing.transport
+        assert (dissector, transport, framing.payload) == (("tls" if _value(subject) == "h2" else "http2"), "http2",
+                                                           "http2_data")
         port = _address(h2_lab.endpoints[subject])[1]
         pcap = tmp_path / f"{_value(subject)}.pcapng"
         with Capture([port], path=pcap) as capture:
@@ -352,7 +354,7 @@ def test_the_wire_capture_decodes_http2_inside_tls_with_the_key_log(h2_lab: Lab,
         assert sum(f.type == H2_HEADERS for f in frames) >= 4, frames  # two requests, two replies
         assert any(la.h2_magic for la in layers.values())  # the connection preface
         packets = [p for p in capture.packets if port in (p.src_port, p.dst_port)]
-        up, down = app_payload(packets, layers, port, impl.protocol, transport)
+        up, down = app_payload(packets, layers, port, framing)
         assert up + down == sum(f.length for la in layers.values() for f in la.h2 if f.type == H2_DATA)
         assert down > 0
         if dissector == "tls":
