@@ -148,13 +148,23 @@ def _flag(text: str) -> bool:
     return text in ("1", "True")  # tshark 4.0 prints 1/0, later versions True/False
 
 
+def read_timeout(path: str | Path, floor_s: float = 300.0, per_mb_s: float = 4.0) -> float:
+    """How long a reading of the file may take: 5 minutes, or 4 s a megabyte of it when it is larger
+    (the payload axis' 1,000-game replies make captures of hundreds of megabytes)."""
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        return floor_s
+    return max(floor_s, per_mb_s * size / 1e6)
+
+
 def read_packets(path: str | Path) -> list[Packet]:
     """The TCP packets of a capture file, in capture order, classified."""
     argv = [ensure_tshark(), "-n", "-r", str(path), "-Y", "tcp && !icmp && !icmpv6",
             "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]
     for name in _FIELDS:
         argv += ["-e", name]
-    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=read_timeout(path))
     if done.returncode:
         raise CaptureError(f"tshark -r {path} failed: {done.stderr.strip()}")
     packets = []

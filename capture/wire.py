@@ -66,7 +66,7 @@ from capture.tshark import (
 )
 from capture.workload import RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS
-from lab import dataset, workload
+from lab import axes, dataset, registry, workload
 from lab.context import run_context
 from lab.host.netns import veth_namespace
 from lab.registry import CRUD_CALLS
@@ -82,6 +82,7 @@ DEFAULT_N = 50
 NEW_CONNECTION_REPEATS = 5
 # How each protocol's application payload is counted (clients/<protocol>/__init__.py says which).
 APP_PAYLOAD_SOURCE = {name: p.payload_source for name, p in PROTOCOLS.items()}
+operation_named = workload.get   # (measure() has a local `workload`: the clients that run the operations)
 
 
 def service_port(endpoint: str) -> int:
@@ -216,8 +217,16 @@ def _lab_host(host: str | None) -> Iterator[None]:
 
 
 def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | None = None,
-            keep_pcap: Path | None = None, progress: Any = print) -> dict[str, Any]:
-    """Run the capture; returns the results (see module docstring) as plain data."""
+            keep_pcap: Path | None = None, progress: Any = print, operations: Sequence[str] = CAPTURE,
+            new_connections: int = NEW_CONNECTION_REPEATS, database: bool = True) -> dict[str, Any]:
+    """Run the capture; returns the results (see module docstring) as plain data. `operations`: the
+    workload table's names (its payload rows too: fetch-1000, insert:largest); `new_connections`:
+    the connections made for each new-connection cell (0: none, the kept-alive rows alone);
+    `database`: capture the service<->database traffic too (its dissection reads every field name of
+    every document: a 1,000-game reply is slow to read)."""
+    operations = tuple(operations)
+    for op in operations:
+        operation_named(op)  # an unknown name stops here, before the lab starts
     ensure_tshark()
     started = time.monotonic()
     with ExitStack() as stack:
@@ -242,10 +251,10 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                                    for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
                                   marker_host=link.ns_addr, path=tmp / "services.pcapng")
-            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng")
+            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng") if database else None
         else:
             workload = local
-            service_cap = Capture([*ports.values(), db_port], path=tmp / "capture.pcapng")
+            service_cap = Capture([*ports.values(), *([db_port] if database else [])], path=tmp / "capture.pcapng")
             db_cap = None
         stack.callback(workload.close_all)
 
@@ -258,21 +267,21 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                 # New connections first: a client library may share one connection
                 # between its clients in a process (HTTP/2 channels do), so none of
                 # this implementation may be open.
-                for op in CAPTURE:
-                    for _ in range(NEW_CONNECTION_REPEATS):
+                for op in operations:
+                    for _ in range(new_connections):
                         prepare(store.games, op)
                         windows.append({"name": name, "op": op, "kind": "new_connection",
                                         **workload.new_connection(name, op, 0)})
                 windows.append({"name": name, "op": "", "kind": "open",
                                 **workload.open(name)})
-                for op in CAPTURE:
+                for op in operations:
                     prepare(store.games, op)
                     windows.append({"name": name, "op": op, "kind": "steady", "n": n,
                                     **workload.steady(name, op, n)})
                 windows.append({"name": name, "op": "", "kind": "close",
                                 **workload.close(name)})
             local.open("direct")
-            for op in CAPTURE:
+            for op in operations:
                 prepare(store.games, op)
                 windows.append({"name": "direct", "op": op, "kind": "steady", "n": n,
                                 **local.steady("direct", op, n)})
@@ -281,7 +290,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
 
         decode = {ports[k]: PROTOCOLS[protocols[k]].dissector for k in ports}
-        service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"})
+        service_layers = dissect(service_cap.path, {**decode, **({db_port: "mongo"} if database else {})})
         if db_cap is not None:
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
             db_layers = dissect(db_cap.path, {db_port: "mongo"})
@@ -295,17 +304,19 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                     (keep_pcap / cap.path.name).write_bytes(cap.path.read_bytes())
 
         results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
-                          ports, protocols, db_port)
+                          ports, protocols, db_port, operations)
+        results["compression"] = compression_context(lab.implementations)
         results["context"] = run_context(
             lab.mode, lab.database, lab.implementations,
             capture={"interface": link.host_if if link else "lo",
                      "link": f"veth pair, MTU {link.mtu}, into namespace {link.namespace}"
                      if link else "Linux loopback, MTU 65536",
-                     "database_interface": "lo", "operations_per_steady_window": n,
+                     "database_interface": "lo" if database else None, "operations_per_steady_window": n,
+                     "new_connections_per_cell": new_connections,
                      "warmup_operations": 2, "tshark": _tshark_version(),
                      "capture_seconds": round(capture_s, 2)})
         results["context"]["payload_source"] = APP_PAYLOAD_SOURCE
-        results["context"]["records"] = _record_sizes()
+        results["context"]["records"] = _record_sizes(operations)
     results["context"]["elapsed_seconds"] = round(time.monotonic() - started, 2)
     return results
 
@@ -317,19 +328,56 @@ def _tshark_version() -> str:
     return done.stdout.splitlines()[0] if done.stdout else "unknown"
 
 
-def _record_sizes() -> dict[str, Any]:
+def _record_sizes(operations: Sequence[str] = CAPTURE) -> dict[str, Any]:
     """JSON sizes (the lab's codec) of the records the operations move, and what
     each captured operation carries (lab.workload.payload_bytes)."""
-    carried = {name: workload.payload_bytes(workload.get(name)) for name in CAPTURE}
-    return {"inserted_game_json": carried["insert"]["json_bytes"],
-            "fetched_game_json": carried["fetch-one"]["json_bytes"],
+    carried = {name: workload.payload_bytes(workload.get(name)) for name in operations}
+    return {"inserted_game_json": workload.payload_bytes(workload.get("insert"))["json_bytes"],
+            "fetched_game_json": workload.payload_bytes(workload.get("fetch-one"))["json_bytes"],
             "dataset_median_json": dataset.json_size(dataset.median_game()), "dataset_games": len(dataset.games()),
             "payload_bytes": carried}
 
 
+COMPRESSION_AXIS = "compression"
+
+
+def axis_subjects(axis: str) -> list[str]:
+    """Every implementation that serves the CRUD calls and can run here, each followed by its
+    subjects on `axis` (lab/axes.py; the values its manifest declares beyond the base), nothing
+    else: one capture of the axis, e.g. every implementation with and without compression."""
+    if axis not in axes.VARIANT_AXES:
+        raise ValueError(f"no variant axis {axis!r} in lab/axes.py (axes: {', '.join(axes.VARIANT_AXES)})")
+    out = []
+    for impl in registry.bases():
+        if impl.missing() or not impl.serves(*CRUD_CALLS):
+            continue
+        out.append(impl.name)
+        out += [f"{impl.name}+{value}" for value in dict(impl.supported).get(axis, ())[1:]]
+    return out
+
+
+def compression_context(implementations: Sequence[Any]) -> dict[str, Any]:
+    """What the capture held of the compression axis (lab/axes.py): each base implementation
+    captured, whether its manifest declares the axis' compressed values, and where it does not, why
+    (its manifest's [unsupported], else that its [variants] name none)."""
+    values = [v.name for v in axes.VARIANT_AXES[COMPRESSION_AXIS].values] if COMPRESSION_AXIS in axes.VARIANT_AXES \
+        else []
+    captured = {i.name for i in implementations}
+    out: dict[str, Any] = {"axis": COMPRESSION_AXIS, "values": values, "unsupported": {}, "captured_values": {}}
+    for base in dict.fromkeys(i.base for i in implementations if i.serves(*CRUD_CALLS)):
+        impl = registry.variant(base)
+        supported = dict(impl.supported).get(COMPRESSION_AXIS, ())
+        out["captured_values"][base] = [v for v in values[1:] if f"{base}+{v}" in captured]
+        if not set(values[1:]) <= set(supported):
+            out["unsupported"][base] = dict(impl.unsupported).get(COMPRESSION_AXIS) or (
+                f"its manifest's [variants] lists no {COMPRESSION_AXIS} values beyond "
+                f"{', '.join(supported) or 'none'}")
+    return out
+
+
 def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[int, Layers],
             db_packets: list[Packet], db_layers: dict[int, Layers], ports: dict[str, int],
-            protocols: dict[str, str], db_port: int) -> dict[str, Any]:
+            protocols: dict[str, str], db_port: int, operations: Sequence[str] = CAPTURE) -> dict[str, Any]:
     by_stream = streams(packets)
     db_ops = operation_streams(db_packets, db_layers, db_port)
     db_work = [p for p in db_packets if p.stream in db_ops]
@@ -379,6 +427,6 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
         new.setdefault(name, {})[op] = {
             **cell, "samples_frame_bytes": [s[0]["total"]["total"]["frame_bytes"] for s in samples]}
         database.setdefault(name, {}).setdefault(op, {})["new_connection"] = db
-    return {"operations": list(CAPTURE), "ports": ports, "protocols": protocols,
+    return {"operations": list(operations), "ports": ports, "protocols": protocols,
             "steady": steady, "new_connection": new, "database": database,
             "problems": problems}

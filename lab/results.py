@@ -47,6 +47,7 @@ KINDS: dict[str, int] = {
     "memory-reducer": 1,  # python -m benchmarks.memory_reducer: results/memory-reducer-*.json
     "handshake": 1,     # python -m benchmarks.handshake: results/handshake-*.json
     "sweep": 1,         # python -m sweep: results/sweep/latest.json, sweep-*.json
+    "connection-setup": 1,  # python -m benchmarks.connection_setup: results/setup/connection-setup-*.json
 }
 
 _NAME = re.compile(r"^protolab\.(?P<kind>[a-z0-9-]+)/(?P<version>[0-9]+)$")
