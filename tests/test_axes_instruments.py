@@ -252,6 +252,7 @@ def test_a_load_run_across_a_path_made_to_fail_leaves_nothing(can_make_paths, mo
         assert lab.link and lab.link["namespace"] in _host_state()["netns"]
         raise RuntimeError("made to fail")
     monkeypatch.setattr(sweep, "sweep_one", fail)
+    monkeypatch.setattr(sweep.settings, "measuring", lambda: None)   # the test process' database settings stay
     args = load_parser().parse_args(["--impl", "rest/go_nethttp", "--path", "veth", "--clients", "5",
                                      "--model", "closed", "--no-pin"])
     with pytest.raises(RuntimeError, match="made to fail"):
