@@ -12,10 +12,10 @@ machine lands on every kind alike):
 
 - `tcp`: connect() alone to the service's port, then closed (the kernel's own round trip of that
   handshake, TCP_INFO tcpi_rtt, is kept beside it);
-- `new`: the protocol's client made by its library — the WebSocket upgrade, socket.io's
-  handshake, gRPC's HTTP/2 preface and SETTINGS happen here; an HTTP/1.1 client (REST, GraphQL,
-  SOAP) connects on its first call — then its first call (the operation); both timed apart and
-  together; the client is then closed, untimed;
+- `new`: the protocol's client made by its library (where the library sets its connection up
+  then: a WebSocket upgrade, an HTTP/2 preface and SETTINGS, a messaging library's own
+  handshake; an HTTP/1.1 client connects on its first call), then its first call (the
+  operation); both timed apart and together; the client is then closed, untimed;
 - `steady`: the same call on a client of the subject's kept open since the start and warmed.
 
 Per subject and path: each kind's median with its 95 % interval (order statistics), and the
