@@ -122,6 +122,7 @@ def test_load_refuses_netns_workers_with_a_path_before_starting_anything():
 
 def _closed(clients: int, rps: float, valid: bool = True) -> dict:
     return {"clients": clients, "model": "closed", "throughput_rps": rps, "valid": valid, "errors": {},
+            "generator_cpu_percent": 40.0,
             "invalid_reasons": [] if valid else ["the generator used 90 % CPU"],
             "latency_us": {"p50": 21_000, "p99": 30_000, "count": 5000},
             "resources": {"rest/a": {"cpu_us_per_request": 50, "rss_peak_bytes": 2 ** 20}}}
