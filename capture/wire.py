@@ -83,6 +83,15 @@ NEW_CONNECTION_REPEATS = 5
 # How each protocol's application payload is counted (clients/<protocol>/__init__.py says which).
 APP_PAYLOAD_SOURCE = {name: p.payload_source for name, p in PROTOCOLS.items()}
 operation_named = workload.get   # (measure() has a local `workload`: the clients that run the operations)
+# Seconds the capture's clients wait for a reply: the payload axis' 1,000-game list through a Python
+# toolkit took longer than the clients' default 10 s on this machine under load (2026-12-03, load
+# average 25-44: DEADLINE_EXCEEDED); bytes, not times, are what a capture measures.
+CALL_TIMEOUT_S = 120.0
+
+
+def call_timeout(name: str) -> dict[str, float]:
+    """The capture's clients' timeout keyword (`direct`, in-process, takes none)."""
+    return {} if name == "direct" else {"timeout": CALL_TIMEOUT_S}
 
 
 def service_port(endpoint: str) -> int:
@@ -243,11 +252,12 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         store = lab.store()
         stack.callback(store.close)
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-wire-")))
-        local = Workload(lab.client, ports)
+        local = Workload(lambda name: lab.client(name, **call_timeout(name)), ports)
         stack.callback(local.close_all)
         if link:
             workload: Workload | RemoteWorkload = RemoteWorkload(
-                link.exec_args(), {k: (protocols[k], lab.endpoints[k], lab.implementation(k).client_options())
+                link.exec_args(), {k: (protocols[k], lab.endpoints[k],
+                                       {**lab.implementation(k).client_options(), **call_timeout(k)})
                                    for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
                                   marker_host=link.ns_addr, path=tmp / "services.pcapng")

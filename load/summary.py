@@ -124,9 +124,10 @@ def path_rows(results: dict[str, Any], paths: dict[str, Any]) -> list[list[str]]
         for r in entry.get("closed", []):
             if "skipped" in r:
                 continue
-            bound = r["clients"] / (rtt / 1000) if rtt else None
+            set_rtt = (link.get("set") or {}).get("rtt_ms") or 0
+            bound = r["clients"] / (rtt / 1000) if rtt and set_rtt else None   # a path without a set round trip: none
             rps = r.get("throughput_rps")
-            rows.append([subject, entry.get("path", "loopback"), f"{(link.get('set') or {}).get('rtt_ms', 0):g}",
+            rows.append([subject, entry.get("path", "loopback"), f"{set_rtt:g}",
                          f"{rtt:.3f}" if rtt is not None else "–", str(r["clients"]), _num(rps),
                          ms(r["latency_us"]["p50"]), ms(r["latency_us"]["p99"]), _num(bound),
                          f"{rps / bound:.2f}" if rps and bound else "–",
