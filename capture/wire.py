@@ -61,6 +61,7 @@ from capture.tshark import (
     Tally,
     between,
     ensure_tshark,
+    missing_bytes,
     streams,
     tally,
 )
@@ -412,6 +413,10 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             n_streams = len({p.stream for p in window})
             if syns or n_streams != 1:
                 problems.append(f"{name} {op} steady: {syns} SYNs, {n_streams} connections")
+            lost = missing_bytes(window)
+            if lost:
+                problems.append(f"{name} {op} steady: the capture lost {lost:,} payload bytes (sequence gaps): "
+                                "its bytes are undercounted")
             steady.setdefault(name, {})[op] = {
                 **summary(tally(window, port), nops,
                           app_payload(window, layers, port, protocols[name])),
