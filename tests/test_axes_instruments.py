@@ -288,3 +288,16 @@ def test_the_connection_setup_command_refuses_what_it_cannot_measure(capsys):
         with pytest.raises(SystemExit):
             connection_setup.main(argv)
         assert message in capsys.readouterr().err
+
+
+def test_a_capture_that_lost_segments_is_told_by_its_sequence_gaps():
+    from capture.tshark import Packet, missing_bytes
+
+    def data(seq: int, length: int, stream: int = 0) -> Packet:
+        return Packet(number=seq, time=0.0, frame_len=length + 66, stream=stream, src_port=80, dst_port=5000,
+                      payload=length, ip_header=20, tcp_header=32, syn=False, ack=True, fin=False, rst=False, seq=seq)
+    whole = [data(1, 1000), data(1001, 1000), data(2001, 500)]
+    assert missing_bytes(whole) == 0
+    assert missing_bytes([whole[0], whole[2]]) == 1000                 # the middle segment never reached the file
+    assert missing_bytes([*whole, data(1001, 1000)]) == 0              # a retransmission is no loss
+    assert missing_bytes([data(1, 10, stream=1), data(1, 10, stream=2)]) == 0   # each connection on its own
