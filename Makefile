@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: handshake sweep profile fuzz conformance bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
+.PHONY: handshake connection-setup sweep profile fuzz conformance bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -94,6 +94,12 @@ capture: bootstrap
 HANDSHAKE_ARGS ?=
 handshake: bootstrap
 	$(PY) -m benchmarks.handshake $(HANDSHAKE_ARGS)
+
+# A new connection's setup apart from the steady call, one implementation per protocol, across
+# network paths (root; benchmarks/connection_setup.py): SETUP_ARGS, e.g. --paths veth,rtt20ms --rounds 20
+SETUP_ARGS ?=
+connection-setup: bootstrap
+	$(PY) -m benchmarks.connection_setup $(SETUP_ARGS)
 
 # Concurrent load on Locust (load/): make load LOAD_ARGS="--impl rest/python_flask --clients 10 100"
 # (--workers N: a Locust master and N workers; --netns: each worker on a simulated host)

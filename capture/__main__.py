@@ -1,6 +1,15 @@
 """`python -m capture [--netns] [-n N] [--only NAME ...]`: bytes on the wire per
 operation for every implementation; writes results/capture/{wire,wire-netns}.{md,csv,json}
-and the pcapng files beside them (open them in Wireshark)."""
+and the pcapng files beside them (open them in Wireshark).
+
+`--operations` captures other rows of the workload table (the payload axis' fetch-<N>,
+insert:<size>, fetch-one:<size>) into results/capture/wire-payload.* (`--name`), e.g. with
+and without compression in one capture (`--axis compression`: every implementation and
+its +gzip subject, nothing else; LAB_VARIANTS=compression adds the +gzip subjects to all):
+
+    python -m capture --axis compression --operations fetch-1 fetch-100 fetch-1000 -n 3 \
+        --new-connections 1 --no-database
+"""
 
 from __future__ import annotations
 
@@ -10,9 +19,10 @@ import time
 
 from capture.report import markdown, write
 from capture.tshark import CaptureError
-from capture.wire import DEFAULT_N, measure
-from lab import settings
+from capture.wire import DEFAULT_N, NEW_CONNECTION_REPEATS, axis_subjects, measure
+from lab import settings, workload
 from lab.host.netns import NetnsUnavailable
+from lab.workload import CAPTURE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,16 +35,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-pcap", action="store_true",
                         help="keep the pcapng files (~80 MB) in the output folder")
     parser.add_argument("--out", default=str(settings.RESULTS / "capture"))
+    parser.add_argument("--operations", nargs="+", metavar="OP", default=list(CAPTURE),
+                        help="the workload table's operations (default: "
+                             + " ".join(CAPTURE) + "; e.g. fetch-1 fetch-100 fetch-1000)")
+    parser.add_argument("--new-connections", type=int, default=NEW_CONNECTION_REPEATS,
+                        help=f"connections made per new-connection cell, its median kept (default "
+                             f"{NEW_CONNECTION_REPEATS}; 0: the kept-alive rows alone)")
+    parser.add_argument("--no-database", action="store_true",
+                        help="leave the service<->database traffic out of the capture (faster to read with "
+                             "large payloads)")
+    parser.add_argument("--axis", metavar="AXIS",
+                        help="every implementation and its subjects on this variant axis of lab/axes.py, nothing "
+                             "else (e.g. compression: each implementation and its +gzip subject)")
+    parser.add_argument("--name", help="the results' file name (default wire, wire-netns; wire-payload, "
+                                       "wire-payload-netns when --operations names others)")
     args = parser.parse_args(argv)
+    try:
+        for op in args.operations:
+            workload.get(op)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.new_connections < 0:
+        parser.error("--new-connections must be 0 or more")
+    names = args.only
+    if args.axis:
+        if args.only is not None:
+            parser.error("--axis chooses the implementations; --only names them: one or the other")
+        try:
+            names = axis_subjects(args.axis)
+        except ValueError as exc:
+            parser.error(str(exc))
     if not 1 <= args.n <= 96:  # delete needs a distinct game per operation (100 in the set)
         parser.error("-n must be between 1 and 96")
     started = time.monotonic()
-    stem = "wire-netns" if args.netns else "wire"
+    default_ops = list(args.operations) == list(CAPTURE)
+    stem = args.name or (("wire" if default_ops else "wire-payload") + ("-netns" if args.netns else ""))
+    if "/" in stem or stem.startswith("."):
+        parser.error(f"--name {stem!r}: a name, not a path (the results go to --out)")
     out = settings.ROOT / args.out  # an absolute --out replaces ROOT
     try:
-        results = measure(n=args.n, netns=args.netns, names=args.only,
+        results = measure(n=args.n, netns=args.netns, names=names,
                           keep_pcap=out / f"{stem}-pcap" if args.keep_pcap else None,
-                          progress=lambda m: print(f"capture: {m}", flush=True))
+                          progress=lambda m: print(f"capture: {m}", flush=True),
+                          operations=args.operations, new_connections=args.new_connections,
+                          database=not args.no_database)
     except (CaptureError, NetnsUnavailable) as exc:
         print(f"capture: {exc}", file=sys.stderr)
         return 2

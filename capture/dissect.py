@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capture.tshark import CaptureError, ensure_tshark
+from capture.tshark import CaptureError, ensure_tshark, read_timeout
 from clients.protocols import PROTOCOLS
 
 H2_DATA, H2_HEADERS, H2_SETTINGS, H2_PING, H2_GOAWAY, H2_WINDOW_UPDATE = 0, 1, 4, 6, 7, 8
@@ -118,7 +118,7 @@ def dissect(path: str | Path, decode_as: Mapping[int, str], keylog: str | Path |
              "-E", f"aggregator={_SEP}"]
     for name in _FIELDS:
         argv += ["-e", name]
-    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=read_timeout(path))
     if done.returncode:
         raise CaptureError(f"tshark -r {path} (dissectors) failed: {done.stderr.strip()}")
     out: dict[int, Layers] = {}

@@ -130,7 +130,16 @@ def markdown(results: dict[str, Any]) -> str:
     lines += ["Application setup bytes shared with an operation's segment count as bytes only "
               "(frame 0); pure ACKs count with the phase of the data they follow.", ""]
 
+    # -- compression
+    rows_c = compression_rows(results)
+    if rows_c or (results.get("compression") or {}).get("unsupported"):
+        lines += compression_markdown(results, rows_c)
+
     # -- database
+    if cap.get("database_interface", "lo") is None:
+        lines += ["The service ↔ MongoDB traffic was not captured (`--no-database`).", ""]
+        lines += [f"Capture {cap['capture_seconds']} s; whole run {ctx.get('elapsed_seconds', '?')} s.", ""]
+        return "\n".join(lines)
     lines += ["## Service ↔ MongoDB for the same operations", "",
               "The service's (or, for `direct`, the in-process pymongo baseline's) database "
               "traffic in the same windows, on connections that carry CRUD commands "
@@ -151,6 +160,80 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [f"Capture {cap['capture_seconds']} s; whole run {ctx.get('elapsed_seconds', '?')} s.",
               ""]
     return "\n".join(lines)
+
+
+def _games(results: dict[str, Any], op: str) -> int | None:
+    carried = results.get("context", {}).get("records", {}).get("payload_bytes", {}).get(op) or {}
+    return carried.get("games")
+
+
+def compression_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each implementation's kept-alive bytes per call without compression beside its subject on
+    each compressed value of the axis (rest/go_nethttp beside rest/go_nethttp+gzip), per operation:
+    frame bytes each way and in all, the application payload, and compressed ÷ uncompressed."""
+    axis = results.get("compression") or {}
+    values = axis.get("values") or []
+    steady = results["steady"]
+    out = []
+    for name in steady:
+        if "+" in name:
+            continue
+        for value in values[1:]:
+            other = f"{name}+{value}"
+            if other not in steady:
+                continue
+            for op in results["operations"]:
+                plain, packed = steady[name].get(op), steady[other].get(op)
+                if not plain or not packed:
+                    continue
+                total_plain, total_packed = plain["total"]["frame_bytes"], packed["total"]["frame_bytes"]
+                out.append({
+                    "implementation": name, "subject": other, "protocol": results["protocols"].get(name, ""),
+                    "value": value, "operation": op, "games": _games(results, op),
+                    "frame_bytes": {"identity": total_plain, value: total_packed},
+                    "to_server": {"identity": plain["to_server"]["frame_bytes"],
+                                  value: packed["to_server"]["frame_bytes"]},
+                    "to_client": {"identity": plain["to_client"]["frame_bytes"],
+                                  value: packed["to_client"]["frame_bytes"]},
+                    "app_payload": {"identity": plain["total"]["app_payload"], value: packed["total"]["app_payload"]},
+                    "ratio": total_packed / total_plain if total_plain else None})
+    return out
+
+
+def protocol_ratios(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """(protocol, operation) -> the smallest and largest compressed ÷ uncompressed ratio of its
+    implementations, and how many there were."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        if r["ratio"] is not None:
+            found.setdefault((r["protocol"], r["operation"]), []).append(r["ratio"])
+    return {k: (min(v), max(v), len(v)) for k, v in found.items()}
+
+
+def compression_markdown(results: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    axis = results.get("compression") or {}
+    lines = ["## With and without compression (kept-alive, per call)", "",
+             "Each implementation beside its subject on the compression axis (lab/axes.py: each protocol's "
+             "own mechanism, negotiated by the lab's client): frame bytes per call on an open connection, "
+             "both directions, link headers included; the ratio is compressed ÷ uncompressed.", ""]
+    head = ["protocol", "implementation", "operation", "games", "frame bytes → / ← (identity)",
+            "frame bytes → / ← (compressed)", "total identity", "total compressed", "compressed ÷ identity"]
+    body = [[label(r["protocol"]), r["implementation"], r["operation"], _n(r["games"]) if r["games"] else "–",
+             f"{_n(r['to_server']['identity'])} / {_n(r['to_client']['identity'])}",
+             f"{_n(r['to_server'][r['value']])} / {_n(r['to_client'][r['value']])}",
+             _n(r["frame_bytes"]["identity"]), _n(r["frame_bytes"][r["value"]]),
+             f"{r['ratio']:.3f}" if r["ratio"] is not None else "–"] for r in rows]
+    lines += _table(head, body)
+    per = protocol_ratios(rows)
+    if per:
+        lines += ["Per protocol, compressed ÷ identity (the range of its implementations): "
+                  + "; ".join(f"{label(p)} {op} {lo:.2f}" + (f"–{hi:.2f}" if hi - lo >= 0.005 else "")
+                              + f" ({n})" for (p, op), (lo, hi, n) in per.items()) + ".", ""]
+    unsupported = axis.get("unsupported") or {}
+    if unsupported:
+        lines += ["Could not compress (their manifests' `[unsupported]`):", ""]
+        lines += [f"- `{name}`: {why}" for name, why in unsupported.items()] + [""]
+    return lines
 
 
 def rows_csv(results: dict[str, Any]) -> str:

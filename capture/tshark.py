@@ -72,6 +72,7 @@ from typing import Self
 from lab.processes import terminate
 
 LOOPBACK_MTU = 65536
+BUFFER_MIB = 128   # the capture buffer (tshark -B)
 # Linux "lo" is DLT_EN10MB: each frame starts with a fake all-zero 14-byte
 # Ethernet header that never exists on any wire.
 LOOPBACK_LINK_HEADER = 14
@@ -148,13 +149,23 @@ def _flag(text: str) -> bool:
     return text in ("1", "True")  # tshark 4.0 prints 1/0, later versions True/False
 
 
+def read_timeout(path: str | Path, floor_s: float = 300.0, per_mb_s: float = 4.0) -> float:
+    """How long a reading of the file may take: 5 minutes, or 4 s a megabyte of it when it is larger
+    (the payload axis' 1,000-game replies make captures of hundreds of megabytes)."""
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        return floor_s
+    return max(floor_s, per_mb_s * size / 1e6)
+
+
 def read_packets(path: str | Path) -> list[Packet]:
     """The TCP packets of a capture file, in capture order, classified."""
     argv = [ensure_tshark(), "-n", "-r", str(path), "-Y", "tcp && !icmp && !icmpv6",
             "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]
     for name in _FIELDS:
         argv += ["-e", name]
-    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=read_timeout(path))
     if done.returncode:
         raise CaptureError(f"tshark -r {path} failed: {done.stderr.strip()}")
     packets = []
@@ -295,6 +306,20 @@ def streams(packets: Iterable[Packet]) -> dict[int, list[Packet]]:
     return out
 
 
+def missing_bytes(packets: Iterable[Packet]) -> int:
+    """Payload bytes the capture lost: per connection and direction, the sequence span its data
+    packets cover less the payload they carry (a retransmission counts twice, so a loss hidden by
+    one is not seen; a gap is)."""
+    spans: dict[tuple[int, int, int], list[int]] = {}
+    for p in packets:
+        if p.payload <= 0:
+            continue
+        key = (p.stream, p.src_port, p.dst_port)
+        low, high, carried = spans.get(key, [p.seq, p.seq + p.payload, 0])
+        spans[key] = [min(low, p.seq), max(high, p.seq + p.payload), carried + p.payload]
+    return sum(max(0, high - low - carried) for low, high, carried in spans.values())
+
+
 def between(packets: Iterable[Packet], start: float, end: float) -> list[Packet]:
     """Packets stamped within [start, end] (time.time() values)."""
     return [p for p in packets if start <= p.time <= end]
@@ -354,6 +379,9 @@ class Capture:
                 "-P", "-l", "-T", "fields", "-e", "udp.payload"]
         if self.snaplen:
             argv += ["-s", str(self.snaplen)]
+        # The kernel's capture buffer: at its default (2 MiB) a loaded machine lost segments of the
+        # payload axis' 1.7 MB replies on loopback (2026-12-03, load average 25-45; sequence gaps).
+        argv += ["-B", str(BUFFER_MIB)]
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True)
         started = threading.Event()

@@ -62,12 +62,13 @@ from capture.tshark import (
     Tally,
     between,
     ensure_tshark,
+    missing_bytes,
     streams,
     tally,
 )
 from capture.workload import RemoteWorkload, Workload
 from clients.protocols import PROTOCOLS, Protocol
-from lab import dataset, workload
+from lab import axes, dataset, registry, workload
 from lab.context import run_context
 from lab.environment import client_options
 from lab.host.netns import veth_namespace
@@ -84,6 +85,16 @@ DEFAULT_N = 50
 NEW_CONNECTION_REPEATS = 5
 # How each protocol's application payload is counted (clients/<protocol>/__init__.py says which).
 APP_PAYLOAD_SOURCE = {name: p.payload_source for name, p in PROTOCOLS.items()}
+operation_named = workload.get   # (measure() has a local `workload`: the clients that run the operations)
+# Seconds the capture's clients wait for a reply: the payload axis' 1,000-game list through a Python
+# toolkit took longer than the clients' default 10 s on this machine under load (2026-12-03, load
+# average 25-44: DEADLINE_EXCEEDED); bytes, not times, are what a capture measures.
+CALL_TIMEOUT_S = 120.0
+
+
+def call_timeout(name: str) -> dict[str, float]:
+    """The capture's clients' timeout keyword (`direct`, in-process, takes none)."""
+    return {} if name == "direct" else {"timeout": CALL_TIMEOUT_S}
 
 
 def service_port(endpoint: str) -> int:
@@ -248,8 +259,16 @@ def _lab_host(host: str | None) -> Iterator[None]:
 
 
 def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | None = None,
-            keep_pcap: Path | None = None, progress: Any = print) -> dict[str, Any]:
-    """Run the capture; returns the results (see module docstring) as plain data."""
+            keep_pcap: Path | None = None, progress: Any = print, operations: Sequence[str] = CAPTURE,
+            new_connections: int = NEW_CONNECTION_REPEATS, database: bool = True) -> dict[str, Any]:
+    """Run the capture; returns the results (see module docstring) as plain data. `operations`: the
+    workload table's names (its payload rows too: fetch-1000, insert:largest); `new_connections`:
+    the connections made for each new-connection cell (0: none, the kept-alive rows alone);
+    `database`: capture the service<->database traffic too (its dissection reads every field name of
+    every document: a 1,000-game reply is slow to read)."""
+    operations = tuple(operations)
+    for op in operations:
+        operation_named(op)  # an unknown name stops here, before the lab starts
     ensure_tshark()
     started = time.monotonic()
     with ExitStack() as stack:
@@ -276,18 +295,19 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         if any(dissector == "tls" for dissector, _ in framing.values()):
             keylog = tmp / "tls-keys.log"
             stack.enter_context(_environment("SSLKEYLOGFILE", str(keylog)))
-        local = Workload(lab.client, ports)
+        local = Workload(lambda name: lab.client(name, **call_timeout(name)), ports)
         stack.callback(local.close_all)
         if link:
             workload: Workload | RemoteWorkload = RemoteWorkload(
-                link.exec_args(), {k: (protocols[k], lab.endpoints[k], client_options(lab.implementation(k)))
+                link.exec_args(), {k: (protocols[k], lab.endpoints[k],
+                                       {**client_options(lab.implementation(k)), **call_timeout(k)})
                                    for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
                                   marker_host=link.ns_addr, path=tmp / "services.pcapng")
-            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng")
+            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng") if database else None
         else:
             workload = local
-            service_cap = Capture([*ports.values(), db_port], path=tmp / "capture.pcapng")
+            service_cap = Capture([*ports.values(), *([db_port] if database else [])], path=tmp / "capture.pcapng")
             db_cap = None
         stack.callback(workload.close_all)
 
@@ -300,21 +320,21 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                 # New connections first: a client library may share one connection
                 # between its clients in a process (HTTP/2 channels do), so none of
                 # this implementation may be open.
-                for op in CAPTURE:
-                    for _ in range(NEW_CONNECTION_REPEATS):
+                for op in operations:
+                    for _ in range(new_connections):
                         prepare(store.games, op)
                         windows.append({"name": name, "op": op, "kind": "new_connection",
                                         **workload.new_connection(name, op, 0)})
                 windows.append({"name": name, "op": "", "kind": "open",
                                 **workload.open(name)})
-                for op in CAPTURE:
+                for op in operations:
                     prepare(store.games, op)
                     windows.append({"name": name, "op": op, "kind": "steady", "n": n,
                                     **workload.steady(name, op, n)})
                 windows.append({"name": name, "op": "", "kind": "close",
                                 **workload.close(name)})
             local.open("direct")
-            for op in CAPTURE:
+            for op in operations:
                 prepare(store.games, op)
                 windows.append({"name": "direct", "op": op, "kind": "steady", "n": n,
                                 **local.steady("direct", op, n)})
@@ -328,7 +348,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         decode: dict[int, str] = {}
         for k in ports:
             decode.setdefault(ports[k], framing[k][0])
-        service_layers = dissect(service_cap.path, {**decode, db_port: "mongo"},
+        service_layers = dissect(service_cap.path, {**decode, **({db_port: "mongo"} if database else {})},
                                  keylog=keylog if keylog is not None and keylog.exists() else None)
         if db_cap is not None:
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
@@ -343,13 +363,15 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                     (keep_pcap / cap.path.name).write_bytes(cap.path.read_bytes())
 
         results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
-                          ports, protocols, db_port, framings)
+                          ports, protocols, db_port, framings, operations=operations)
+        results["compression"] = compression_context(lab.implementations)
         results["context"] = run_context(
             lab.mode, lab.database, lab.implementations,
             capture={"interface": link.host_if if link else "lo",
                      "link": f"veth pair, MTU {link.mtu}, into namespace {link.namespace}"
                      if link else "Linux loopback, MTU 65536",
-                     "database_interface": "lo", "operations_per_steady_window": n,
+                     "database_interface": "lo" if database else None, "operations_per_steady_window": n,
+                     "new_connections_per_cell": new_connections,
                      "warmup_operations": 2, "tshark": _tshark_version(),
                      "capture_seconds": round(capture_s, 2)})
         results["context"]["payload_source"] = APP_PAYLOAD_SOURCE
@@ -361,7 +383,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                 "decrypted_with_client_key_log": d == "tls"}
             for k, (d, f) in framing.items() if (d, f.transport) != (PROTOCOLS[protocols[k]].dissector,
                                                                      PROTOCOLS[protocols[k]].transport)}
-        results["context"]["records"] = _record_sizes()
+        results["context"]["records"] = _record_sizes(operations)
     results["context"]["elapsed_seconds"] = round(time.monotonic() - started, 2)
     return results
 
@@ -373,20 +395,57 @@ def _tshark_version() -> str:
     return done.stdout.splitlines()[0] if done.stdout else "unknown"
 
 
-def _record_sizes() -> dict[str, Any]:
+def _record_sizes(operations: Sequence[str] = CAPTURE) -> dict[str, Any]:
     """JSON sizes (the lab's codec) of the records the operations move, and what
     each captured operation carries (lab.workload.payload_bytes)."""
-    carried = {name: workload.payload_bytes(workload.get(name)) for name in CAPTURE}
-    return {"inserted_game_json": carried["insert"]["json_bytes"],
-            "fetched_game_json": carried["fetch-one"]["json_bytes"],
+    carried = {name: workload.payload_bytes(workload.get(name)) for name in operations}
+    return {"inserted_game_json": workload.payload_bytes(workload.get("insert"))["json_bytes"],
+            "fetched_game_json": workload.payload_bytes(workload.get("fetch-one"))["json_bytes"],
             "dataset_median_json": dataset.json_size(dataset.median_game()), "dataset_games": len(dataset.games()),
             "payload_bytes": carried}
+
+
+COMPRESSION_AXIS = "compression"
+
+
+def axis_subjects(axis: str) -> list[str]:
+    """Every implementation that serves the CRUD calls and can run here, each followed by its
+    subjects on `axis` (lab/axes.py; the values its manifest declares beyond the base), nothing
+    else: one capture of the axis, e.g. every implementation with and without compression."""
+    if axis not in axes.VARIANT_AXES:
+        raise ValueError(f"no variant axis {axis!r} in lab/axes.py (axes: {', '.join(axes.VARIANT_AXES)})")
+    out = []
+    for impl in registry.bases():
+        if impl.missing() or not impl.serves(*CRUD_CALLS):
+            continue
+        out.append(impl.name)
+        out += [f"{impl.name}+{value}" for value in dict(impl.supported).get(axis, ())[1:]]
+    return out
+
+
+def compression_context(implementations: Sequence[Any]) -> dict[str, Any]:
+    """What the capture held of the compression axis (lab/axes.py): each base implementation
+    captured, whether its manifest declares the axis' compressed values, and where it does not, why
+    (its manifest's [unsupported], else that its [variants] name none)."""
+    values = [v.name for v in axes.VARIANT_AXES[COMPRESSION_AXIS].values] if COMPRESSION_AXIS in axes.VARIANT_AXES \
+        else []
+    captured = {i.name for i in implementations}
+    out: dict[str, Any] = {"axis": COMPRESSION_AXIS, "values": values, "unsupported": {}, "captured_values": {}}
+    for base in dict.fromkeys(i.base for i in implementations if i.serves(*CRUD_CALLS)):
+        impl = registry.variant(base)
+        supported = dict(impl.supported).get(COMPRESSION_AXIS, ())
+        out["captured_values"][base] = [v for v in values[1:] if f"{base}+{v}" in captured]
+        if not set(values[1:]) <= set(supported):
+            out["unsupported"][base] = dict(impl.unsupported).get(COMPRESSION_AXIS) or (
+                f"its manifest's [variants] lists no {COMPRESSION_AXIS} values beyond "
+                f"{', '.join(supported) or 'none'}")
+    return out
 
 
 def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[int, Layers],
             db_packets: list[Packet], db_layers: dict[int, Layers], ports: dict[str, int],
             protocols: dict[str, str], db_port: int,
-            framings: dict[str, Protocol] | None = None) -> dict[str, Any]:
+            framings: dict[str, Protocol] | None = None, operations: Sequence[str] = CAPTURE) -> dict[str, Any]:
     """`framings`: how each subject's variant frames the wire, where it is not its protocol's own way."""
     def framing(name: str) -> str | Protocol:
         return (framings or {}).get(name, protocols[name])
@@ -415,6 +474,10 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             n_streams = len({p.stream for p in window})
             if syns or n_streams != 1:
                 problems.append(f"{name} {op} steady: {syns} SYNs, {n_streams} connections")
+            lost = missing_bytes(window)
+            if lost:
+                problems.append(f"{name} {op} steady: the capture lost {lost:,} payload bytes (sequence gaps): "
+                                "its bytes are undercounted")
             steady.setdefault(name, {})[op] = {
                 **summary(tally(window, port), nops,
                           app_payload(window, layers, port, framing(name))),
@@ -440,6 +503,6 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
         new.setdefault(name, {})[op] = {
             **cell, "samples_frame_bytes": [s[0]["total"]["total"]["frame_bytes"] for s in samples]}
         database.setdefault(name, {}).setdefault(op, {})["new_connection"] = db
-    return {"operations": list(CAPTURE), "ports": ports, "protocols": protocols,
+    return {"operations": list(operations), "ports": ports, "protocols": protocols,
             "steady": steady, "new_connection": new, "database": database,
             "problems": problems}

@@ -583,6 +583,22 @@ def first_of_each(implementations: Iterable[Implementation],
     return first
 
 
+def one_per_protocol(languages: Sequence[str] = ("go",), serving: Sequence[str] = CRUD_CALLS) -> list[str]:
+    """One implementation per protocol that serves `serving` and can run here: the first of
+    `languages` present, else the first in the registry's order. The sweep's default subjects
+    (sweep/grid.py), and those of the instruments that measure one implementation per protocol
+    across network paths (load --per-protocol, benchmarks.connection_setup): the question is
+    which *protocol*, so the language stays the same wherever the lab has the same one."""
+    chosen: dict[str, Implementation] = {}
+    for impl in bases():
+        if not impl.serves(*serving) or impl.missing():
+            continue
+        have = chosen.get(impl.protocol)
+        if have is None or (have.language not in languages and impl.language in languages):
+            chosen[impl.protocol] = impl
+    return [impl.name for impl in chosen.values()]
+
+
 def missing_line(impl: Implementation) -> str:
     missing = impl.missing()
     return (f"protolab: {impl.name} left out: needs {', '.join(missing)}, not on PATH; "

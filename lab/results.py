@@ -48,6 +48,7 @@ KINDS: dict[str, int] = {
     "handshake": 1,     # python -m benchmarks.handshake: results/handshake-*.json
     "sweep": 1,         # python -m sweep: results/sweep/latest.json, sweep-*.json
     "conformance": 1,   # make conformance (tests/test_connect_conformance.py): results/conformance/<impl>-*.json
+    "connection-setup": 1,  # python -m benchmarks.connection_setup: results/setup/connection-setup-*.json
 }
 
 _NAME = re.compile(r"^protolab\.(?P<kind>[a-z0-9-]+)/(?P<version>[0-9]+)$")

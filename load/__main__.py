@@ -3,6 +3,7 @@
     python -m load                      # the default sweep (load/sweep.py)
     python -m load --impl rest/python_flask --clients 10 100 --duration 5
     python -m load --workers 2 --netns  # a master and two workers, each on a simulated host
+    python -m load --per-protocol --path veth rtt20ms --clients 50 --model closed   # across shaped paths (root)
 
 The studies' scenarios (studies/<name>/scenario.py) take these options too:
 python -m studies NAME.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 
 from lab import workload
+from lab.axes import NetworkPath
 from load import runner, sweep
 from load.common import SWEEP_CLIENTS
 
@@ -57,8 +59,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a subject whose client multiplexes (+h2, +h2c: HTTP/2) has every user of a Locust "
                         "process on one connection, a stream each; the others keep a connection per user. "
                         "With --impl X X+h2c: N users on N HTTP/1.1 connections beside N streams on one")
+    p.add_argument("--path", nargs="+", metavar="PATH", type=_path_name,
+                   help="run across these network paths, one after another (lab/axes.py NetworkPath: veth, rtt20ms, "
+                        "10mbit, ...; root): the database and the services on the far side of each, Locust on the "
+                        "host, every result named <implementation>@<path> beside the path's measured round trip "
+                        "and rate (default: loopback alone, as always)")
+    p.add_argument("--per-protocol", action="store_true",
+                   help="one implementation per protocol (lab.registry.one_per_protocol: the Go one where there is "
+                        "one), in place of every implementation; --impl names others")
     p.add_argument("--out", type=_result_name, metavar="NAME",
                    help="results/load/NAME-<date>.json and NAME-latest.json (default NAME: the scenario)")
+
+
+def _path_name(name: str) -> str:
+    """--path names a network path lab/axes.py can parse (its name, as results carry it)."""
+    try:
+        return NetworkPath.parse(name).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _result_name(name: str) -> str:

@@ -35,6 +35,7 @@ def cells(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     """One implementation's summary (strings, ready to print)."""
     closed = {r["clients"]: r for r in entry.get("closed", [])}
     out: dict[str, Any] = {"implementation": name, "concurrency": concurrency(entry)}
+    name = entry.get("implementation", name)   # a path's subject (name@path): its runs name the implementation
     for n in SHOWN_CLIENTS:
         r = closed.get(n)
         if r is None:
@@ -105,4 +106,46 @@ def table(results: dict[str, Any]) -> str:
                  "(cN: closed, N clients; oR: open, R requests/s; *: invalid):")
     width = max(len(c["implementation"]) for c in all_cells)
     lines += [f"  {c['implementation']:<{width}}  {c['generator_cpu']}" for c in all_cells]
+    return "\n".join(lines)
+
+
+PATH_HEAD = ("subject", "path", "set rtt ms", "measured rtt ms", "clients", "req/s", "p50 ms", "p99 ms",
+             "clients ÷ rtt", "req/s ÷ (clients ÷ rtt)", "valid")
+
+
+def path_rows(results: dict[str, Any], paths: dict[str, Any]) -> list[list[str]]:
+    """One row per subject and closed level: its throughput beside the path's set and measured round trip,
+    and the ceiling a closed model holds there (clients ÷ the measured round trip: each client has one
+    request in flight, and each waits at least one round trip for its answer)."""
+    rows = []
+    for subject, entry in results.items():
+        link = paths.get(entry.get("path", "")) or {}
+        rtt = (link.get("measured") or {}).get("connect_rtt_ms")
+        for r in entry.get("closed", []):
+            if "skipped" in r:
+                continue
+            set_rtt = (link.get("set") or {}).get("rtt_ms") or 0
+            bound = r["clients"] / (rtt / 1000) if rtt and set_rtt else None   # a path without a set round trip: none
+            rps = r.get("throughput_rps")
+            rows.append([subject, entry.get("path", "loopback"), f"{set_rtt:g}",
+                         f"{rtt:.3f}" if rtt is not None else "–", str(r["clients"]), _num(rps),
+                         ms(r["latency_us"]["p50"]), ms(r["latency_us"]["p99"]), _num(bound),
+                         f"{rps / bound:.2f}" if rps and bound else "–",
+                         "yes" if r.get("valid") else "no: " + "; ".join(r.get("invalid_reasons", []))[:120]])
+    return rows
+
+
+def path_table(results: dict[str, Any], paths: dict[str, Any]) -> str:
+    """The path rows as plain text, then each path's set and measured values."""
+    rows = [list(PATH_HEAD), *path_rows(results, paths)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(PATH_HEAD) - 1)]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows]
+    for name, link in paths.items():
+        if link:
+            m = link.get("measured") or {}
+            rate = link["set"]["rate_mbit"] or "unlimited"
+            lines.append(f"{name}: {link.get('mechanism')}; set rtt {link['set']['rtt_ms']:g} ms, rate {rate}; "
+                         f"measured connect rtt {m.get('connect_rtt_ms')} ms "
+                         f"(added {m.get('added_rtt_ms')}), goodput up {m.get('up_mbit')} / down "
+                         f"{m.get('down_mbit')} Mbit/s ({m.get('at')})")
     return "\n".join(lines)

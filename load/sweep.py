@@ -1,7 +1,9 @@
 """The default load sweep (make load): every implementation that serves the
 operation (default fetch-one), closed model at 10 and 100 clients, the open
 model stepped to each one's knee (up to 5 steps), then 1,000 clients; each
-service is stopped once measured."""
+service is stopped once measured. With --path, the same on each network path
+in turn (its own lab beyond the path, Locust on the host): results named
+<implementation>@<path>, each path's set and measured values in the context."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import time
 from contextlib import nullcontext
 from typing import Any
 
-from lab import settings
+from lab import registry, settings
+from lab.axes import NetworkPath
 from lab.context import run_context
 from lab.host import pinning
 from lab.stack import running_lab
@@ -21,27 +24,54 @@ from load.common import drivable, load_context, prepare, settings_from, write
 
 def run(args: argparse.Namespace) -> int:
     settings.measuring()
+    paths = [NetworkPath.parse(p) for p in (getattr(args, "path", None) or ["loopback"])]
+    if args.netns and any(p.veth for p in paths):
+        raise SystemExit("--netns and --path: the workers' namespaces dial the host, a path's services sit in "
+                         "its own namespace; use one or the other")
     if args.netns and "LAB_HOST" not in os.environ:
         os.environ["LAB_HOST"] = "0.0.0.0"  # bind every address: the workers dial their links' host side
     began = time.monotonic()
     pins = pinning.plan(not args.no_pin)
     s = settings_from(args, pins)
-    with running_lab(drivable(args.impl, (args.operation,))) as lab, _network(args, s, lab):
-        results: dict[str, Any] = {}
-        for impl in lab.implementations:
-            results[impl.name] = sweep_one(lab, impl, s, args)
-            # Its queue of abandoned requests (and its memory) must not weigh
-            # on the next implementation's runs on the same CPU.
-            lab.processes[impl.name].stop(grace=2.0)
-        context = run_context(lab.mode, lab.database, lab.implementations)
-        context.update(load_context(args, s, pins))
-        context["load"]["sweep_seconds"] = round(time.monotonic() - began, 1)
+    names = drivable(chosen(args), (args.operation,))
+    results: dict[str, Any] = {}
+    links: dict[str, Any] = {}
+    context: dict[str, Any] = {}
+    for path in paths:
+        # one path at a time, each its own lab (database and services beyond that path); Locust on the host
+        with running_lab(names, path=path) as lab, _network(args, s, lab):
+            if path.veth:
+                links[path.name] = lab.link
+            for impl in lab.implementations:
+                entry = sweep_one(lab, impl, s, args)
+                entry.update(implementation=impl.name, path=path.name)
+                results[lab.site.subject(impl.name)] = entry
+                # Its queue of abandoned requests (and its memory) must not weigh
+                # on the next implementation's runs on the same CPU.
+                lab.processes[impl.name].stop(grace=2.0)
+            context = context or run_context(lab.mode, lab.database, lab.implementations)
+    context.update(load_context(args, s, pins))
+    context["load"]["sweep_seconds"] = round(time.monotonic() - began, 1)
+    if links:
+        context["load"]["paths"] = {p.name: links.get(p.name) for p in paths}   # set and measured, per path
     table = summary.table(results)
-    path = write(args.out or "sweep", {"context": context, "results": results,
-                                       "summary": [summary.cells(n, e) for n, e in results.items()]}, kind="load")
+    out = args.out or ("paths" if links else "sweep")
+    path = write(out, {"context": context, "results": results,
+                       "summary": [summary.cells(n, e) for n, e in results.items()]}, kind="load")
     print("\n" + table)
+    if links:
+        print("\n" + summary.path_table(results, context["load"]["paths"]))
     print(f"load sweep: {context['load']['sweep_seconds']:.0f} s; results: {path.relative_to(settings.ROOT)}")
     return 0
+
+
+def chosen(args: argparse.Namespace) -> list[str] | None:
+    """The implementations asked for: --impl's, else one per protocol with --per-protocol, else all (None)."""
+    if args.impl:
+        return list(args.impl)
+    if getattr(args, "per_protocol", False):
+        return registry.one_per_protocol()
+    return None
 
 
 def sweep_one(lab: Any, impl: Any, s: runner.Settings, args: argparse.Namespace) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from clients.protocols import label
 from lab.host import compose
 from lab.stats import compare
 from lab.stats import runs as bench_runs
+from report import axes as axes_report
 from report import confidence, figures, grouping
 from report import load as load_report
 from report import profiles as profiles_report
@@ -323,6 +324,7 @@ def build(inputs: Inputs, head: str, discovered: list[str] | None = None,
     rankings += push_report.section(page, inputs.results_dir)
     rankings += profiles_report.section(page, inputs.results_dir)
     rankings += sweep_report.section(page, inputs.results_dir)
+    rankings += axes_report.section(page, inputs.results_dir)
     for study in studies:
         rankings += study.report().section(page, inputs)
     claims = study_claims.section(page, inputs.results_dir, studies)  # every study's claims, verdicts computed

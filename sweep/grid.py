@@ -311,15 +311,8 @@ def supports(implementation: str, value: str) -> bool:
 
 def default_implementations(languages: Sequence[str] = LANGUAGE_PREFERENCE) -> list[str]:
     """One implementation per protocol that serves the CRUD calls and can run here: the first
-    of `languages` present, else the first in the registry's order."""
-    chosen: dict[str, registry.Implementation] = {}
-    for impl in registry.bases():
-        if not impl.serves(*registry.CRUD_CALLS) or impl.missing():
-            continue
-        have = chosen.get(impl.protocol)
-        if have is None or (have.language not in languages and impl.language in languages):
-            chosen[impl.protocol] = impl
-    return [impl.name for impl in chosen.values()]
+    of `languages` present, else the first in the registry's order (lab.registry.one_per_protocol)."""
+    return registry.one_per_protocol(languages)
 
 
 def every_implementation() -> list[str]:

@@ -12,7 +12,7 @@ from clients.protocols import PROTOCOLS
 from lab.page import Bullets, Heading, Page, Para, Table
 from lab.registry import discover
 from studies.common import read_json
-from studies.feathers import STUDY
+from studies.feathers import STUDY, axes
 
 PUBLISHED = STUDY.published()
 
@@ -23,7 +23,7 @@ def http_beside_messaging(recorded: dict[str, dict[str, Any]], names: list[str])
     else from the registry) and the protocols' `messaging` flag: the study's
     pair was Express beside socket.io, both Node.js."""
     manifests = {i.name: {"protocol": i.protocol, "language": i.language} for i in discover()}
-    fields = {n: recorded.get(n) or manifests.get(n, {}) for n in names}
+    fields = {n: recorded.get(n.split("@")[0]) or manifests.get(n.split("@")[0], {}) for n in names}
 
     def messaging(name: str) -> bool:
         p = fields[name].get("protocol")
@@ -31,7 +31,8 @@ def http_beside_messaging(recorded: dict[str, dict[str, Any]], names: list[str])
     pairs = []
     for w in filter(messaging, names):
         http = [h for h in names if fields[h].get("protocol") == "rest"
-                and fields[h].get("language") == fields[w].get("language")]
+                and fields[h].get("language") == fields[w].get("language")
+                and h.partition("@")[2] == w.partition("@")[2]]   # on the same network path
         if http:
             pairs.append((http[0], w))
     return pairs
@@ -43,7 +44,7 @@ def section(page: Page, inputs: Any) -> list[str]:
     f = read_json(load_dir / "feathers-latest.json", "feathers", page)
     if not f:
         page.add(Para("Not measured: `python -m studies feathers`."))
-        return []
+        return beside_round_trips(page, inputs)
     results = f["results"]
     rps = {name: {r["calls_per_connection"]: r for r in cells} for name, cells in results.items()}
     calls = sorted({c for by in rps.values() for c in by})
@@ -113,7 +114,42 @@ def section(page: Page, inputs: Any) -> list[str]:
                      "headers, and the lab's clients keep HTTP connections alive as autocannon did; the study's "
                      "HTTP side ran Express on a Heroku dyno reached over the Internet.")
     page.add(Bullets(notes) if notes else Para(""))
-    return []
+    return beside_round_trips(page, inputs)
+
+
+def beside_round_trips(page: Page, inputs: Any) -> list[str]:
+    """The study's long-run row beside the lab's round-trip rows (studies/feathers/axes.py computes the
+    sentences from results/setup/connection-setup-latest.json)."""
+    page.add(Heading(3, "Calls per connection beside the round-trip rows", "feathers-round-trips"))
+    study = axes.study_call_times(PUBLISHED)
+    setup = read_json(inputs.results_dir / "setup" / "connection-setup-latest.json", "connection-setup", page)
+    if not setup or not study:
+        page.add(Para("Not measured: `make connection-setup` (root) times, per network path, an HTTP call on a new "
+                      "and on a kept-alive connection and a messaging protocol's call on its open one.", "missing"))
+        return []
+    implementations = {i.name: i for i in discover()}
+
+    def field(name: str, key: str) -> str:
+        impl = implementations.get(name.split("+")[0])
+        return getattr(impl, key) if impl else name.split("/")[0] if key == "protocol" else ""
+    rows = axes.beside(study, setup, lambda n: field(n, "protocol"),
+                       lambda p: p in PROTOCOLS and PROTOCOLS[p].messaging, lambda n: field(n, "language"))
+    page.add(Para(f"The study's {study['calls']} calls a connection: HTTP {study['http_rps']:,.0f} requests/s over "
+                  f"{PUBLISHED['scenario']['connections']} connections is {study['http_ms']:.1f} ms a call, socket.io "
+                  f"{study['sio_rps']:,.0f}/s {study['sio_ms']:.1f} ms: {study['ratio']:.1f}× as long. The lab's, "
+                  f"per path (`results/setup/connection-setup-latest.json`, {setup['context'].get('date')}; each ratio "
+                  "the median of per-round ratios, paired by round, with its 95 % interval)."))
+
+    def cell(r: dict[str, Any] | None) -> str:
+        return "–" if not r else f"{r['ratio']:.2f} [{r['ci95'][0]:.2f}–{r['ci95'][1]:.2f}]"
+    page.add(Table(["path", "measured rtt ms", "HTTP", "messaging", "new HTTP ÷ messaging", "kept HTTP ÷ messaging",
+                    "first call: messaging ÷ HTTP", "study"],
+                   [[r["path"], f"{r['measured_rtt_ms']:.2f}" if r["measured_rtt_ms"] is not None else "–",
+                     r["http"], r["messaging"], cell(r["new_http_over_messaging"]), cell(r["kept_http_over_messaging"]),
+                     cell(r["first_call_messaging_over_http"]), f"{study['ratio']:.1f}"] for r in rows],
+                   caption="Time a call, HTTP over messaging, per network path", anchor="feathers-round-trips-table"),
+             Bullets([r["text"] for r in rows]))
+    return [f"Feathers beside the round-trip rows: {r['text']}" for r in rows]
 
 
 def _rps(r: dict[str, Any] | None) -> str:

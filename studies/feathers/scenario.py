@@ -14,6 +14,7 @@ import argparse
 from typing import Any
 
 from clients.protocols import get as protocol
+from lab.axes import NetworkPath
 from lab.context import run_context
 from lab.host import pinning
 from lab.registry import select
@@ -54,19 +55,29 @@ def run(args: argparse.Namespace) -> int:
     calls_list = tuple(args.calls) if getattr(args, "calls", None) else CALLS
     s = settings_from(args, pins, operation="health")
     results: dict[str, list[dict[str, Any]]] = {}
-    with running_lab(drivable(args.impl or default(), (SCENARIO["operation"],))) as lab:
-        prepare(lab, "health")
-        for impl in lab.implementations:
-            for calls in calls_list:
-                runner.settle(lab, impl)
-                row = once(lab, impl, calls, s)
-                print(f"{impl.name:<34} {CONNECTIONS} connections × {calls:>5} calls: "
-                      f"{row['requests_per_s']:8.0f} requests/s  ({row['seconds']:.2f} s, errors {row['errors']})")
-                results.setdefault(impl.name, []).append(row)
-        context = run_context(lab.mode, lab.database, lab.implementations)
-        context.update(load_context(args, s, pins))
-        context["load"].update(scenario=STUDY.name, connections=CONNECTIONS, calls=list(calls_list),
-                               operation="health")
+    names = drivable(args.impl or default(), (SCENARIO["operation"],))
+    paths = [NetworkPath.parse(p) for p in (getattr(args, "path", None) or ["loopback"])]
+    links: dict[str, Any] = {}
+    context: dict[str, Any] = {}
+    for path in paths:   # --path: the same on each network path in turn, results named <implementation>@<path>
+        with running_lab(names, path=path) as lab:
+            if path.veth:
+                links[path.name] = lab.link
+            prepare(lab, "health")
+            for impl in lab.implementations:
+                subject = lab.site.subject(impl.name)
+                for calls in calls_list:
+                    runner.settle(lab, impl)
+                    row = once(lab, impl, calls, s)
+                    print(f"{subject:<34} {CONNECTIONS} connections × {calls:>5} calls: "
+                          f"{row['requests_per_s']:8.0f} requests/s  ({row['seconds']:.2f} s, errors {row['errors']})")
+                    results.setdefault(subject, []).append(row)
+            context = context or run_context(lab.mode, lab.database, lab.implementations)
+    context.update(load_context(args, s, pins))
+    context["load"].update(scenario=STUDY.name, connections=CONNECTIONS, calls=list(calls_list),
+                           operation="health")
+    if links:
+        context["load"]["paths"] = {p.name: links.get(p.name) for p in paths}
     path = write(args.out or STUDY.name, {"context": context, "results": results}, kind=STUDY.name)
     print(f"results: {path}")
     return 0

@@ -10,8 +10,8 @@ from lab.registry import study_column
 from lab.settings import MODES, RUN_COMMAND
 from lab.workload import LATENCY
 from studies import published
-from studies.common import n0, ratio
-from studies.kaminski2023 import STUDY, wire
+from studies.common import n0, ratio, read_json
+from studies.kaminski2023 import STUDY, axes, wire
 
 Inputs = Any  # report.inputs.Inputs: the saved results (the report's, above the studies)
 
@@ -105,7 +105,51 @@ def section(page: Page, inputs: Inputs) -> list[str]:
                            f"{published.ranking_text(l_order)} ({'agree' if sentence is None else 'disagree'})")
         page.add(Bullets(items))
     summary += table_7(page, inputs, study)
+    summary += beside_payload_axis(page, inputs, study)
     return summary
+
+
+def beside_payload_axis(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]:
+    """Table 6 beside the sweep's payload axis, Table 7 beside the payload capture (studies/kaminski2023/axes.py
+    computes every sentence)."""
+    page.add(Heading(3, "Tables 6 and 7 beside the payload axis", "study-payload-axis"))
+    sweep = read_json(inputs.results_dir / "sweep" / "latest.json", "sweep", page)
+    found: list[str] = []
+    if not sweep:
+        page.add(Para("The sweep has not run: `make sweep` measures fetch-1 to fetch-1,000.", "missing"))
+    else:
+        rows = axes.table_6(study, sweep)
+        line = axes.payload_line(sweep)
+        head = ["protocol ÷ REST", "study (Table 6)"] + [f"lab, {c['games']:,} games [99 % CI]" for c in line]
+        body = []
+        for r in rows:
+            by_games = {p["games"]: p for p in r["points"]}
+            body.append([f"{published.name(r['protocol'])} ÷ REST", f"{r['study_ratio']:.2f}"]
+                        + [f"{by_games[c['games']]['ratio']:.2f} [{by_games[c['games']]['ci'][0]:.2f}–"
+                           f"{by_games[c['games']]['ci'][1]:.2f}]" if c["games"] in by_games else "–" for c in line])
+        page.add(Para(f"The study's fetch-100 means over REST's against the lab's paired ratios along games per "
+                      f"response (`results/sweep/latest.json`, {sweep['context'].get('date')}; uncompressed, "
+                      "loopback)."),
+                 Table(head, body, caption="Table 6 beside the payload axis", anchor="study-t6-payload"),
+                 Bullets([r["text"] for r in rows]))
+        found += [f"Table 6 beside the payload axis: {r['text']}" for r in rows]
+    wire = read_json(inputs.results_dir / "capture" / "wire-payload.json", "capture", page)
+    if not wire:
+        page.add(Para("The payload capture has not run: `.venv/bin/python -m capture --axis compression "
+                      "--operations fetch-1 fetch-100 fetch-1000 -n 3 --new-connections 1 --no-database`.", "missing"))
+        return found
+    names = [n for n in wire["steady"] if "+" not in n]
+    impl_of = first_of_each_protocol(inputs, names)
+    t7 = axes.table_7(study, wire, impl_of)
+    games = sorted({g for r in t7["rows"] for g in r["steady"]})
+    page.add(Table(["protocol", "implementation", "study fetch-one B", "lab 1 game, new connection B",
+                    *[f"lab {g:,} games, kept-alive B/call" for g in games]],
+                   [[published.name(r["protocol"]), r["implementation"] or "–", n0(r["study"]),
+                     n0(r["new_connection_1"]), *[n0(r["steady"].get(g)) for g in games]] for r in t7["rows"]],
+                   caption=f"Table 7 beside the payload capture (`results/capture/wire-payload.json`, "
+                           f"{wire['context'].get('date')}; frame bytes, both directions)", anchor="study-t7-payload"),
+             Bullets(t7["text"]))
+    return found + [f"Table 7 beside the payload capture: {t}" for t in t7["text"]]
 
 
 def table_7(page: Page, inputs: Inputs, study: dict[str, Any]) -> list[str]:
