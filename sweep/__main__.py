@@ -70,8 +70,9 @@ def replanned(args: argparse.Namespace, pending: list[grid.Group], spent_s: floa
     """The slices not yet run, planned again after each run: calibrated with what the runs so far
     measured (grid.calibration() reads results/sweep/runs/, newest first) and fitted to the time
     the budget has left. A first plan made without a saved run uses the model's defaults, which do
-    not know an implementation's own cost (a fresh clone: the slowest implementation's fetch-1000 is ~70x the default's);
-    from the second slice on the plan is this machine's, this hour's. Fixed --cycles are kept."""
+    not know an implementation's own cost (a fresh clone: the slowest implementation's fetch-1000
+    is ~70x the default's); from the second slice on the plan is this machine's, this hour's.
+    Fixed --cycles are kept."""
     if args.cycles is not None or not pending:
         return pending
     budget = (grid.FULL_BUDGET_S if args.grid == "full" else grid.BUDGET_S) - grid.MARGIN_S - spent_s
