@@ -65,7 +65,8 @@ def write(go_install: Callable[[str, str, str], Path]) -> list[Path]:
     plugin = go_install(*GO_PLUGINS["protoc-gen-go"], "protoc-gen-go")
     files = [f"connectrpc/conformance/v1/{name}.proto" for name in PROTOS]
     with tempfile.TemporaryDirectory() as tmp:
-        status = protoc.main(["grpc_tools.protoc", f"-I{include}", f"-I{WELL_KNOWN}", f"--plugin=protoc-gen-go={plugin}",
+        status = protoc.main(["grpc_tools.protoc", f"-I{include}", f"-I{WELL_KNOWN}",
+                              f"--plugin=protoc-gen-go={plugin}",
                               f"--go_out={tmp}", "--go_opt=paths=source_relative",
                               *(f"--go_opt=M{f}={GO_PACKAGE}" for f in files), *(str(include / f) for f in files)])
         if status != 0:
