@@ -51,7 +51,7 @@ def test_who_could_not_compress_is_read_from_the_manifests():
     impls = registry.select(axis_subjects("compression"))
     found = compression_context(impls)
     assert found["values"] == ["identity", "gzip"]
-    assert set(found["unsupported"]) == {"grpc/node_grpcjs", "socketio/node_socketio"}
+    assert set(found["unsupported"]) == {"grpc/node_grpcjs", "socketio/node_socketio", "connect/python_connectrpc"}
     assert "never compresses a reply" in found["unsupported"]["grpc/node_grpcjs"]
     assert found["captured_values"]["rest/go_nethttp"] == ["gzip"]
     assert found["captured_values"]["grpc/node_grpcjs"] == []

@@ -7,7 +7,8 @@ served here (its manifest's [variants] wire lists connect and grpcweb). Errors a
 as Connect codes (contract/contract.json, column "connect"). A request that is not a valid message, or
 that carries unknown or mistyped fields, is INVALID_ARGUMENT (strict codecs below: google.protobuf
 keeps unknown binary fields, and connect-python's JSON codec ignores unknown ones by default); one over
-64 KiB is RESOURCE_EXHAUSTED (connect-python's read limit)."""
+64 KiB is RESOURCE_EXHAUSTED (connect-python's read limit), and so is an answer over the contract's
+max_response_bytes (its protobuf size, as grpcio's max_send_message_length counts it)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from connectrpc.server import ConnectWSGIApplication, EndpointSync
 
 from contract import games_pb2 as pb
 from contract.errors import CONNECT_CODE, ContractError
-from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES
+from contract.game import DEFAULT_LIST_LIMIT, MAX_REQUEST_BYTES, check_response_size
 from contract.grpc_codec import game_to_message, message_to_game
 from services.common.store import Store
 from services.connect.python_connectrpc.codec import StrictProto
@@ -56,7 +57,9 @@ def application(store: Store) -> GamesApplication:
         return _game(store.get(m.id))
 
     def list_games(m: pb.ListGamesRequest, ctx: Any) -> pb.GameList:
-        return pb.GameList(games=[_game(d) for d in store.list(m.limit or DEFAULT_LIST_LIMIT, m.offset)])
+        answer = pb.GameList(games=[_game(d) for d in store.list(m.limit or DEFAULT_LIST_LIMIT, m.offset)])
+        check_response_size(answer.ByteSize())   # the contract's max_response_bytes: RESOURCE_EXHAUSTED
+        return answer
 
     def update(m: pb.Game, ctx: Any) -> pb.Game:
         return _game(store.update(m.id, message_to_game(m)))
