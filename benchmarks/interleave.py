@@ -96,7 +96,7 @@ class Measurement:
     wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
     settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, warmup
     gc: dict[str, Any] = field(default_factory=dict)      # the client's garbage collection while measured (GcRecord)
-    cycles: int = 0                                       # measured cycles (fewer than design.blocks: stopped at a look)
+    cycles: int = 0                                       # measured (fewer than design.blocks: stopped at a look)
 
 
 class GcRecord:

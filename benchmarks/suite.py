@@ -15,7 +15,11 @@ is called untimed LAB_BENCH_WARMUP times, or as often as its manifest's
 `[bench] warmup_calls` says (the Node.js services: 6,000), at most
 LAB_BENCH_WARMUP_MAX_S seconds each; then LAB_BENCH_SETTLE_CYCLES untimed
 cycles. Counts, not seconds: every run gives every subject the same history
-(benchmarks/interleave.py). Settings: LAB_BENCH_CYCLES (800),
+(benchmarks/interleave.py). The operation stops at the first of a few fixed looks
+(100, 200, 400, 800 cycles) where every ratio to the baseline is within
+±LAB_BENCH_TARGET (0.02), its interval corrected for the looks
+(lab/stats/sequential.py); 0: the fixed design. Settings: LAB_BENCH_CYCLES (800, at most),
+LAB_BENCH_TARGET (0.02), LAB_BENCH_FIRST_LOOK (100),
 LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
 LAB_BENCH_WARMUP_MAX_S (45), LAB_BENCH_SETTLE_CYCLES (100),
 LAB_BENCH_BASELINE_VISITS (4).
