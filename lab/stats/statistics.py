@@ -85,7 +85,7 @@ def _draws(n: int, resamples: int, seed: int, length: int) -> Any:
     import numpy as np
     runs = -(-n // length)
     starts = np.random.default_rng(seed).integers(0, n, size=(resamples, runs))
-    out = ((starts[:, :, None] + np.arange(length)) % n).reshape(resamples, -1)[:, :n]
+    out = ((starts[:, :, None] + np.arange(length)) % n).reshape(resamples, -1)[:, :n].astype(np.int32)
     out.flags.writeable = False  # shared by every caller with these arguments
     return out
 
