@@ -75,7 +75,7 @@ def resamples_for(level: float) -> int:
     least TAIL_DRAWS in each tail (a 99.875 % interval from 2,000 resamples would rest
     on its 1.25th most extreme draw)."""
     tail = (1 - level) / 2
-    return max(RESAMPLES, math.ceil(TAIL_DRAWS / tail)) if tail > 0 else RESAMPLES
+    return max(RESAMPLES, math.ceil(round(TAIL_DRAWS / tail, 6))) if tail > 0 else RESAMPLES
 
 
 def to_baseline(groups: dict[str, list[list[float]]], baseline: str, level: float,
