@@ -323,7 +323,8 @@ def comparison_lines(compared: list[dict[str, Any]]) -> list[str]:
     if not compared:
         return []
     what = {"variant": "variant ÷ base", "mode": "Docker ÷ native", "path": "path ÷ loopback"}
-    lines = ["one axis changed (99 % CI, paired by cycle; '>' slower, '<' faster, '~' no difference shown):"]
+    level = compared[0].get("confidence", 0.99) * 100
+    lines = [f"one axis changed ({level:g} % CI, paired by cycle; '>' slower, '<' faster, '~' no difference shown):"]
     for axis in what:
         rows = [c for c in compared if c["axis"] == axis]
         if rows:

@@ -174,11 +174,12 @@ def warm_up(calls: Mapping[str, Callable[[], Any]], asked: Mapping[str, int], ma
     warmed = {name: {"calls": 0, "asked": asked[name], "seconds": 0.0, "wall": 0.0} for name in calls}
     lock = threading.Lock()
     active = [0]
+    halt = threading.Event()  # set when one subject failed or the run is interrupted (Ctrl-C): the others stop
 
     def one(name: str) -> None:
         row = warmed[name]
         began = time.monotonic()
-        while row["calls"] < asked[name]:
+        while row["calls"] < asked[name] and not halt.is_set():
             with lock:
                 sharing = max(active[0], 1)
             started = time.monotonic()
@@ -194,6 +195,9 @@ def warm_up(calls: Mapping[str, Callable[[], Any]], asked: Mapping[str, int], ma
     def run(name: str) -> None:
         try:
             one(name)
+        except BaseException:
+            halt.set()
+            raise
         finally:
             with lock:
                 active[0] -= 1
@@ -202,8 +206,12 @@ def warm_up(calls: Mapping[str, Callable[[], Any]], asked: Mapping[str, int], ma
     active[0] = len(names)
     if names:
         with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="warm-up") as pool:
-            for future in [pool.submit(run, name) for name in names]:
-                future.result()  # a subject's failure stops the run, as any call's does
+            try:
+                for future in [pool.submit(run, name) for name in names]:
+                    future.result()  # a subject's failure stops the run, as any call's does
+            except BaseException:  # that failure, or Ctrl-C in this thread: every thread ends after its call
+                halt.set()
+                raise
     for row in warmed.values():
         row["seconds"], row["wall"] = round(row["seconds"], 1), round(row["wall"], 1)
     return warmed

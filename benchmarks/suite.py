@@ -271,7 +271,7 @@ def comparisons(times: dict[str, list[float]], per_cycle: dict[str, int],
     for a, b, axis in pairs:
         if a in boot.per_cycle and b in boot.per_cycle:
             ratio, interval = boot.ratio(a, b)
-            out.append({**compare(a, b, ratio, interval, confidence), "axis": axis})
+            out.append({**compare(a, b, ratio, interval, confidence), "axis": axis, "confidence": confidence})
     return out
 
 
