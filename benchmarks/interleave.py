@@ -64,6 +64,8 @@ class Design:
     settle_cycles: int = 0         # then this many untimed cycles
     baseline: str = "direct"
     baseline_visits: int = 1  # visits of the baseline per cycle
+    max_seconds: float | None = None   # measured cycles stop after the one that ends past this (None: all blocks)
+    min_blocks: int = 20      # ... but not before this many (the fewest a paired bootstrap interval is read from)
 
     @property
     def rounds(self) -> int:
@@ -84,6 +86,7 @@ class Design:
                 "settle_cycles": self.settle_cycles,
                 "rounds": self.rounds,
                 "baseline": self.baseline, "baseline_visits": self.baseline_visits,
+                "max_seconds": self.max_seconds,
                 "baseline_rounds": self.rounds * self.baseline_visits,
                 "order": "every cycle visits every subject once (the baseline baseline_visits times), "
                          "in a fresh random order"}
@@ -289,7 +292,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                  f"{settle['seconds']:.0f} s; measuring {design.blocks} cycles"
                  + (f" at most, looking at {', '.join(map(str, looks))}" if look is not None and looks else ""))
     started = last = time.monotonic()
-    done = 0
+    stopped_by, done = "cycles", 0
     stops = set(looks)
     with record:
         for done in range(1, design.blocks + 1):
@@ -298,12 +301,23 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             if look is not None and done in stops:
                 record.timing = False
                 if look(times, done):
+                    stopped_by = "the sequential rule"
                     break
             now = time.monotonic()
+            if (design.max_seconds is not None and now - started >= design.max_seconds
+                    and design.min_blocks <= done < design.blocks):
+                # A time budget: when to stop does not depend on what was measured, so the
+                # cycles kept are an unbiased sample (fewer of them: wider intervals, which say so)
+                stopped_by = f"time budget ({design.max_seconds:g} s)"
+                break
             if progress is not None and now - last >= progress_s and done < design.blocks:
                 last = now
                 progress(f"{done} of at most {design.blocks} cycles in {now - started:.0f} s, "
                          f"about {(now - started) / done * (design.blocks - done):.0f} s left at most")
+    settle["measured"] = {"cycles": done, "asked": design.blocks,
+                          "seconds": round(time.monotonic() - started, 1), "stopped_by": stopped_by}
+    if progress is not None and stopped_by not in ("cycles", "the sequential rule"):
+        progress(f"stopped by its {stopped_by} after {done} of {design.blocks} cycles")
     return Measurement(times, cpu, wall, settle, record.describe(), cycles=done)
 
 

@@ -27,11 +27,10 @@ LAB_BENCH_BASELINE_VISITS (4).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchmarks.interleave import Design, measure
@@ -60,6 +59,19 @@ def design_from_env() -> Design:
                   warmup=get("WARMUP", 30), warmup_max_s=workload.warmup_max_s(),
                   settle_cycles=get("SETTLE_CYCLES", 100),
                   baseline_visits=get("BASELINE_VISITS", 4))
+
+
+def max_seconds(operation: str) -> float | None:
+    """LAB_BENCH_MAX_S: the measured cycles' time budget, one number for every operation or
+    per operation ("fetch-1=40,fetch-100=120"); the cycles stop after the one that ends past it
+    (LAB_BENCH_CYCLES stays the most). make sweep sets it from its time plan."""
+    text = os.environ.get("LAB_BENCH_MAX_S", "").strip()
+    if not text:
+        return None
+    if "=" not in text:
+        return float(text)
+    budgets = dict(part.split("=", 1) for part in text.split(",") if part.strip())
+    return float(budgets[operation]) if operation in budgets else None
 
 
 def cleanup(op: workload.Operation, collection: Callable[[str], Any]) -> dict[str, Callable[..., None]]:
@@ -168,18 +180,21 @@ class Suite:
                                      f"{look_text(decision)}" + (f"; stop: {decision['reason']})"
                                                                  if decision["stop"] else "; going on)"))
                 return decision["stop"]
-            measured = measure(calls, self.design, seed=int(time.time()), clocks=self.clocks(list(calls)),
+            design = replace(self.design, max_seconds=max_seconds(name))
+            measured = measure(calls, design, seed=int(time.time()), clocks=self.clocks(list(calls)),
                                warmup=self.warmup_calls(list(calls)), **cleanup(op, collection),
                                progress=None if self.on_progress is None else
                                lambda text: self.on_progress(f"({name}: {text})"),
                                looks=rule.looks, look=look if rule.target else None)
             result.seconds = time.monotonic() - started
-            result.design = dataclasses.replace(self.design, blocks=measured.cycles)
+            result.design = replace(design, blocks=measured.cycles)
             result.confidence = rule.level_at(measured.cycles)
             last = looks[-1] if looks and looks[-1]["cycles"] == measured.cycles else {}
             result.stopping = {**rule.describe(), "cap": self.design.blocks, "stopped_at": measured.cycles,
                                "level": result.confidence,
-                               "reason": last.get("reason") or f"fixed design: {measured.cycles} cycles",
+                               "reason": last.get("reason") or
+                               f"{measured.settle.get('measured', {}).get('stopped_by', 'cycles')}: "
+                               f"{measured.cycles} cycles",
                                "looks_taken": looks}
             result.times = measured.times
             result.settle = measured.settle

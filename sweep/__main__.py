@@ -60,9 +60,27 @@ def split(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
-def plan(args: argparse.Namespace) -> list[grid.Group]:
-    return grid.grid(args.grid, args.axis or ("payload", "compression", "path"), split(args.impl), args.cycles,
-                     split(args.operations), split(args.paths), args.variant_axis)
+def plan(args: argparse.Namespace, axes_wanted: list[str] | None = None,
+         budget_s: float | None = None) -> list[grid.Group]:
+    return grid.grid(args.grid, axes_wanted or args.axis or ("payload", "compression", "path"), split(args.impl),
+                     args.cycles, split(args.operations), split(args.paths), args.variant_axis, budget_s=budget_s)
+
+
+def replanned(args: argparse.Namespace, pending: list[grid.Group], spent_s: float) -> list[grid.Group]:
+    """The slices not yet run, planned again after each run: calibrated with what the runs so far
+    measured (grid.calibration() reads results/sweep/runs/, newest first) and fitted to the time
+    the budget has left. A first plan made without a saved run uses the model's defaults, which do
+    not know an implementation's own cost (a fresh clone: the slowest implementation's fetch-1000 is ~70x the default's);
+    from the second slice on the plan is this machine's, this hour's. Fixed --cycles are kept."""
+    if args.cycles is not None or not pending:
+        return pending
+    budget = (grid.FULL_BUDGET_S if args.grid == "full" else grid.BUDGET_S) - grid.MARGIN_S - spent_s
+    again = plan(args, [g.axis for g in pending], max(budget, 0.0))
+    for old, new in zip(pending, again, strict=False):
+        if (old.cycles, old.planned_seconds()) != (new.cycles, new.planned_seconds()):
+            print(f"sweep: [{new.name}] planned again with this run's costs and {budget / 60:.1f} min left: "
+                  f"{old.cycles} -> {new.cycles} cycles, {new.planned_seconds() / 60:.1f} min", flush=True)
+    return again
 
 
 def show_plan(groups: list[grid.Group], runs_dir: str) -> list[str]:
@@ -197,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         started = time.monotonic()
         files, failed, took = [], {}, {}
-        for group in groups:
+        pending, ran = list(groups), []
+        while pending:
+            group = pending.pop(0)
             began = time.monotonic()
             try:
                 files.append((group.name, run_group(group, runs_dir, out / "logs")))
@@ -205,10 +225,12 @@ def main(argv: list[str] | None = None) -> int:
                 failed[group.name] = str(exc)
                 print(f"sweep: [{group.name}] failed: {exc}", flush=True)
             took[group.name] = round(time.monotonic() - began)
+            ran.append(group)
+            pending = replanned(args, pending, time.monotonic() - started)
         if not files:
             print("sweep: no run wrote a latency file; nothing to write")
             return 1
-        described = [{**g.describe(), "took_s": took.get(g.name)} for g in groups]   # planned_s beside it
+        described = [{**g.describe(), "took_s": took.get(g.name)} for g in ran]   # planned_s beside it
         context, data = build(files, args.variant_axis, described, started)
         if failed:
             context["sweep"]["failed"] = failed

@@ -22,11 +22,12 @@ from sweep import grid
 
 
 def run_site(run: dict[str, Any]) -> Site:
-    """The site of a one-site run (its subjects carry plain names)."""
+    """The site whose subjects carry plain names: a one-site run's only site; in a run of several
+    (its context's mode is their key, "native+native@rtt20ms"), the first mode's own loopback."""
     sites = run["context"].get("sites") or []
     if len(sites) == 1:
         return Site(sites[0]["mode"], NetworkPath.parse(sites[0]["path"]["name"]))
-    return Site(str(run["context"].get("mode", "native")).split("@")[0], LOOPBACK)
+    return Site(str(run["context"].get("mode", "native")).split("+")[0].split("@")[0], LOOPBACK)
 
 
 def design_of(run: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +133,9 @@ def cells_of(run: dict[str, Any], file: str, variant_axis: str, axis_values: tup
                 "group": group, "operation": operation, "family": grid.family_of(operation),
                 "games": grid.games_of(operation), "bytes": grid.payload_bytes(operation),
                 "variant": value, "path": path, "link": link.describe(),
-                "cycles": int(design.get("blocks", 0)) or None, "design": design,
+                # the cycles measured (a time budget may have stopped them before design["blocks"])
+                "cycles": min((len(row.get("data_s") or []) // block for _, row in members.values()),
+                              default=0) or int(design.get("blocks", 0)) or None, "design": design,
                 "direct_median_us": direct["median"] if direct else None,
                 "subjects": subjects, "pairs": pairs, "ranking": ranking(subjects, pairs),
                 "site_ranking": {"chain": site_ranking.get("chain", ""), "order": site_ranking.get("order", [])},

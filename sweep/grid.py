@@ -59,6 +59,7 @@ MIN_CYCLES = 20
 MAX_CYCLES = 400
 SETTLE_CYCLES = 10
 WARMUP_MAX_S = 10.0
+OVERRUN = 1.25               # an operation's measured cycles stop at its planned time × this (time_budgets)
 CALL_LIMIT_S = 1.0          # the default grid leaves out of a slice a subject planned slower a call than this
 STARTUP_S = 60.0            # a run's lab: the database, the services, the dataset, the noise probes at both ends
 LANGUAGE_PREFERENCE = ("go",)   # one implementation per protocol: the first of these languages present
@@ -122,7 +123,12 @@ def payload_bytes(operation: str) -> int | None:
 
 
 def known(operation: str) -> bool:
-    return operation in workload.OPERATIONS
+    """A row of the workload table or one of its parametric operations (fetch-<N>, insert:<size>, ...)."""
+    try:
+        workload.get(operation)
+    except (KeyError, ValueError):
+        return False
+    return True
 
 
 # --- the time model -------------------------------------------------------------------------
@@ -210,7 +216,7 @@ def call_seconds(operation: str, path: str, compressed: bool = False, cost: Cost
 class Group:
     """One run of the latency suite: its operations, network paths and variant values, the
     implementations measured, and its design (cycles, settle cycles, warm-up cap)."""
-    name: str                          # "payload", "compression", "path"
+    name: str                          # "payload", the variant axis' name (e.g. "compression"), "path"
     operations: tuple[str, ...]
     paths: tuple[str, ...]
     variants: tuple[str, ...]          # values on the variant axis, its base first
@@ -221,6 +227,7 @@ class Group:
     warmup_max_s: float = WARMUP_MAX_S
     left_out: tuple[str, ...] = ()     # what this group would have held but cannot here, and why
     costs: tuple[tuple[str, Cost], ...] = ()   # the time plan's calibration (calibration())
+    axis: str = ""                     # the slice: "payload", "compression" or "path" (grid()'s axes_wanted)
 
     @property
     def base_value(self) -> str:
@@ -243,6 +250,7 @@ class Group:
                # computed from the raw rounds, which a sequential stop would flatter (lab/stats/sequential.py)
                "LAB_BENCH_TARGET": "0",
                "LAB_BENCH_WARMUP_MAX_S": f"{self.warmup_max_s:g}", "LAB_BENCH_RESULTS": results_dir,
+               "LAB_BENCH_MAX_S": self.time_budgets(),
                "LAB_VARIANTS": self.variant_axis if len(self.variants) > 1 else ""}
         return env
 
@@ -259,10 +267,16 @@ class Group:
         return call_seconds(operation, path, compressed=bool(value) and value != self.base_value,
                             cost=dict(self.costs).get(base, DEFAULT_COST))
 
-    def cycle_seconds(self) -> float:
+    def cycle_seconds(self, operations: Sequence[str] | None = None) -> float:
         """A measured cycle's planned time: every site, every subject and `direct` (4 visits), 2 calls each."""
-        return sum(2 * self.call(subject, op, path) for op in self.operations for path in self.paths
+        return sum(2 * self.call(subject, op, path) for op in (operations or self.operations) for path in self.paths
                    for subject in [*self.subjects(), *["direct"] * 4])
+
+    def time_budgets(self) -> str:
+        """LAB_BENCH_MAX_S: each operation's measured cycles may take its plan × OVERRUN, then stop
+        (benchmarks/suite.py max_seconds): a plan made with the model's defaults (a fresh clone)
+        can be far off for one implementation, and the grid must still end near its budget."""
+        return ",".join(f"{op}={OVERRUN * self.cycles * self.cycle_seconds([op]):.0f}" for op in self.operations)
 
     def planned_seconds(self) -> float:
         """Start-up, then per operation: warm-up, settle cycles and the measured cycles."""
@@ -367,11 +381,12 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
          implementations: Sequence[str] | None = None, cycles: int | None = None,
          operations: Sequence[str] | None = None, paths: Sequence[str] | None = None,
          variant_axis: str = VARIANT_AXIS, check_host: bool = True,
-         costs: dict[str, Cost] | None = None) -> list[Group]:
+         costs: dict[str, Cost] | None = None, budget_s: float | None = None) -> list[Group]:
     """The groups of a sweep. kind "default" (module docstring) or "full" (every implementation,
     the sized payload rows as well, more paths). `axes_wanted`: the slices to run. `operations`,
     `paths`: the points of the payload (or path) slice instead of the grid's. `cycles`: every
-    group's, instead of the time plan's."""
+    group's, instead of the time plan's. `budget_s`: the seconds the groups' plan must fit (default:
+    the grid's budget less its margin; the runner passes what is left after the slices already run)."""
     full = kind == "full"
     if costs is None:
         costs = calibration()[0]
@@ -421,10 +436,12 @@ def grid(kind: str = "default", axes_wanted: Sequence[str] = ("payload", "compre
             continue
         label = variant_axis if name == "compression" else name   # the variant slice by its axis' name
         group = Group(label, ops, group_paths, values or ("",), slice_impls, cycles or MIN_CYCLES, variant_axis,
-                      left_out=tuple(notes), costs=tuple(sorted(costs.items())))
+                      left_out=tuple(notes), costs=tuple(sorted(costs.items())), axis=name)
         out.append(group)
         shares.append(SHARES[name])
-    return out if cycles is not None else fitted(out, shares, (FULL_BUDGET_S if full else BUDGET_S) - MARGIN_S)
+    if budget_s is None:
+        budget_s = (FULL_BUDGET_S if full else BUDGET_S) - MARGIN_S
+    return out if cycles is not None else fitted(out, shares, budget_s)
 
 
 def fitted(groups: list[Group], shares: list[float], budget: float) -> list[Group]:

@@ -349,6 +349,37 @@ def test_a_long_measurement_says_how_far_it_is_between_cycles():
     measure(calls, design, seed=1, progress_s=0.0)  # no callback: nothing said, nothing fails
 
 
+def test_a_time_budget_stops_the_measured_cycles_after_the_one_that_ends_past_it(monkeypatch):
+    """Design.max_seconds (LAB_BENCH_MAX_S): the cycles stop at a time budget, whole cycles only,
+    and the measurement says how many ran, of how many asked, and why it stopped."""
+    from benchmarks import interleave
+    from benchmarks.interleave import Design, measure
+    now = [0.0]
+    monkeypatch.setattr(interleave.time, "monotonic", lambda: now[0])
+
+    def tick() -> None:
+        now[0] += 1.0   # every call takes a second of this clock
+    calls = {"a": tick, "direct": tick}
+    design = Design(blocks=50, discard=0, warmup=0, baseline_visits=1, max_seconds=10, min_blocks=2)
+    m = measure(calls, design, seed=1)
+    assert m.settle["measured"] == {"cycles": 5, "asked": 50, "seconds": 10.0, "stopped_by": "time budget (10 s)"}
+    assert len(m.times["a"]) == len(m.times["direct"]) == 5   # whole cycles, every subject alike
+    m = measure(calls, Design(blocks=50, discard=0, warmup=0, baseline_visits=1, max_seconds=10, min_blocks=8), seed=1)
+    assert m.settle["measured"]["cycles"] == 8   # never fewer than min_blocks, whatever the budget
+    m = measure(calls, Design(blocks=4, discard=0, warmup=0, baseline_visits=1), seed=1)
+    assert m.settle["measured"]["cycles"] == 4 and m.settle["measured"]["stopped_by"] == "cycles"
+
+
+def test_the_time_budget_is_read_per_operation(monkeypatch):
+    from benchmarks.suite import max_seconds
+    monkeypatch.setenv("LAB_BENCH_MAX_S", "fetch-1=40,fetch-100=120")
+    assert (max_seconds("fetch-1"), max_seconds("fetch-100"), max_seconds("insert")) == (40.0, 120.0, None)
+    monkeypatch.setenv("LAB_BENCH_MAX_S", "90")
+    assert max_seconds("insert") == 90.0
+    monkeypatch.delenv("LAB_BENCH_MAX_S")
+    assert max_seconds("insert") is None
+
+
 def test_an_oversampled_baseline_narrows_every_ratio_to_it():
     """Known answer: a/direct = 2, the baseline the noisier (as `direct`, the
     cheapest subject, is here). With the baseline sampled 4x per cycle the

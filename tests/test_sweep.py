@@ -103,7 +103,9 @@ def synthetic_run(truth: dict[tuple[str, str], dict[str, float]], cycles: int = 
                 row["ratio_to_direct"] = {"ratio": ratio, "ci": [ratio * 0.97, ratio * 1.03]}
     site_list = [{"mode": "native", "path": axes.NetworkPath.parse(p).describe(), "suffix": ""}
                  for p in (sites or ["loopback"])]
-    context = {**CONTEXT, "mode": "native", "sites": site_list,
+    # the latency suite's context: a run of several sites is keyed by them all (benchmarks/conftest.py run_key)
+    mode = "+".join("native" + ("" if p == "loopback" else f"@{p}") for p in (sites or ["loopback"]))
+    context = {**CONTEXT, "mode": mode, "sites": site_list,
                "implementations": {n: {"protocol": p, "language": lang, "library": "lib"}
                                    for n, (p, lang) in IMPLS.items()},
                "settings": {"benchmark": {"design": {"block": 1, "blocks": cycles, "baseline": "direct",
@@ -227,10 +229,10 @@ def test_the_plan_is_calibrated_from_a_saved_run_and_leaves_a_too_slow_subject_o
 
 
 def test_a_name_this_lab_lacks_is_left_out_with_the_reason(monkeypatch):
-    groups = grid.grid(axes_wanted=("payload",), operations=["fetch-one", "fetch-7", "fetch-100"])
+    groups = grid.grid(axes_wanted=("payload",), operations=["fetch-one", "fetch-all", "fetch-7", "fetch-1000"])
     assert [g.name for g in groups] == ["payload"]
-    assert groups[0].operations == ("fetch-one", "fetch-100")
-    assert any("fetch-7: not in this lab's workload table" in n for n in groups[0].left_out)
+    assert groups[0].operations == ("fetch-one", "fetch-7", "fetch-1000")   # the table's parametric rows are known
+    assert any("fetch-all: not in this lab's workload table" in n for n in groups[0].left_out)
     with pytest.raises(ValueError, match="no axis 'speed'"):
         grid.grid(axes_wanted=("speed",))
 
@@ -421,9 +423,15 @@ class Broken(grid.Group):
 
 
 def test_the_runner_runs_each_group_reads_its_file_and_writes_the_sweep(tmp_path, monkeypatch, capsys):
-    group = StandIn("payload", ("fetch-one", "fetch-100"), ("loopback",), ("",), ("rest/go_nethttp",), 20)
-    broken = Broken("path", ("fetch-one",), ("loopback", "rtt20ms"), ("",), ("rest/go_nethttp",), 20)
-    monkeypatch.setattr(sweep_main, "plan", lambda args: [group, broken])
+    group = StandIn("payload", ("fetch-one", "fetch-100"), ("loopback",), ("",), ("rest/go_nethttp",), 20,
+                    axis="payload")
+    broken = Broken("path", ("fetch-one",), ("loopback", "rtt20ms"), ("",), ("rest/go_nethttp",), 20, axis="path")
+    asked: list[tuple[list[str] | None, float | None]] = []
+
+    def plan(args, axes_wanted=None, budget_s=None):
+        asked.append((axes_wanted, budget_s))
+        return [g for g in (group, broken) if axes_wanted is None or g.axis in axes_wanted]
+    monkeypatch.setattr(sweep_main, "plan", plan)
     monkeypatch.setattr(grid, "results_dir", lambda: str(tmp_path / "runs"))
     assert sweep_main.main(["--out", str(tmp_path / "sweep")]) == 0
     out = capsys.readouterr().out
@@ -436,3 +444,29 @@ def test_the_runner_runs_each_group_reads_its_file_and_writes_the_sweep(tmp_path
     assert data["cells"][0]["run"]["file"] == str(tmp_path / "runs" / "native-standin.json")
     assert "ws overtakes rest between 1 and 100 games per response" in out
     assert list((tmp_path / "sweep" / "logs").glob("payload-*.log"))
+    # after the first slice the one left was planned again, for what the budget had left
+    assert asked[0] == (None, None) and asked[1][0] == ["path"]
+    assert grid.BUDGET_S - grid.MARGIN_S - 60 < asked[1][1] < grid.BUDGET_S - grid.MARGIN_S
+
+
+def test_the_slices_left_are_planned_again_for_the_time_left(merged_lab, monkeypatch):
+    monkeypatch.setattr(grid, "calibration", lambda directory=None: ({}, ""))
+    args = sweep_main.parser().parse_args([])
+    pending = sweep_main.plan(args)[1:]   # as if the payload slice had run
+    assert [g.axis for g in pending] == ["compression", "path"]
+    early = sweep_main.replanned(args, pending, spent_s=60)
+    late = sweep_main.replanned(args, pending, spent_s=25 * 60)   # the first slice overran its plan
+    assert [g.axis for g in early] == [g.axis for g in late] == ["compression", "path"]
+    assert all(e.cycles > lt.cycles for e, lt in zip(early, late, strict=True))
+    assert all(g.cycles == grid.MIN_CYCLES for g in late)   # nothing left but the floor
+    fixed = sweep_main.parser().parse_args(["--cycles", "50"])
+    assert sweep_main.replanned(fixed, pending, spent_s=25 * 60) is pending   # --cycles is kept as asked
+
+
+def test_a_groups_time_budgets_follow_its_plan_per_operation(merged_lab):
+    group = grid.grid(axes_wanted=("path",), check_host=False, costs={})[0]
+    budgets = dict(part.split("=") for part in group.env("/tmp/runs")["LAB_BENCH_MAX_S"].split(","))
+    assert list(budgets) == list(group.operations) == ["fetch-1", "fetch-100"]
+    assert float(budgets["fetch-100"]) > float(budgets["fetch-1"]) > 0   # the larger response, the longer
+    total = sum(float(v) for v in budgets.values())
+    assert total == pytest.approx(grid.OVERRUN * group.cycles * group.cycle_seconds(), rel=0.01)
