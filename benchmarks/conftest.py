@@ -91,9 +91,25 @@ def early_table(write: Any, result: Any) -> None:
         write(line)
     for line in site_lines(result):
         write(line)
+    for line in stopping_lines(result.stopping):
+        write(line)
     now = datetime.datetime.now(datetime.UTC)  # a run's log then tells when each table came (a newcomer's wait)
     write(f"({result.operation} measured in {result.seconds:.0f} s{settled(result.settle)}{collected(result.gc)}; "
           f"every table again at the end, with the noise guard; printed at {now:%H:%M:%S} UTC)")
+
+
+def stopping_lines(stopping: dict[str, Any]) -> list[str]:
+    """Where the sequential rule stopped an operation and why (lab.stats.sequential), with each look's widths."""
+    from benchmarks.suite import look_text
+    if not stopping:
+        return []
+    text = (f"stopped at {stopping['stopped_at']} of at most {stopping['cap']} cycles: {stopping['reason']}; "
+            f"intervals at {stopping['level']:.4%}")
+    if stopping.get("target_half_width"):
+        text += (f" (99 % over the looks at {', '.join(map(str, stopping['looks']))} cycles, "
+                 f"alpha spent in proportion to cycles)")
+    return [text, *(f"  look at {look['cycles']} cycles, {look['seconds']:.0f} s in: {look_text(look)}"
+                    for look in stopping.get("looks_taken", []))]
 
 
 def collected(record: dict[str, Any]) -> str:
@@ -113,7 +129,8 @@ def settled(settle: dict[str, Any]) -> str:
     warm = settle.get("warmup") or {}
     text = ""
     if warm:
-        text += f", {sum(w['seconds'] for w in warm.values()):.0f} s of it warming up"
+        seconds = settle.get("warmup_s", sum(w["seconds"] for w in warm.values()))  # before 2026-12-03: in turn
+        text += f", {seconds:.0f} s of it warming up"
         own = sorted({w["asked"] for w in warm.values()})
         if len(own) > 1:
             text += f" ({', '.join(f'{n:,}' for n in own)} calls a subject, as their manifests ask)"
@@ -155,8 +172,9 @@ def table(operation: str, rows: dict[str, dict[str, Any]], ranking: dict[str, An
     base = rows.get("direct", {}).get("median")
     order = [s for s in (ranking or {}).get("order", []) if s in rows] or list(rows)
     order += [s for s in rows if s not in order]
+    level = (ranking or {}).get("confidence", 0.99)
     head = (f"{'implementation':<27}{'median':>8}{'±95%':>6}{'p95':>8}{'p99':>8}{'mean':>8}{'σ':>7}"
-            f"{'× direct [99 % CI]':>22}   {'CPU µs/op: client':>17}{'service':>8}{'db':>7}{'rest':>7}")
+            f"{f'× direct [{level * 100:g} % CI]':>22}   {'CPU µs/op: client':>17}{'service':>8}{'db':>7}{'rest':>7}")
     how = ""
     if design:
         how = (f"; {design['rounds']} rounds each: {design['blocks']} cycles, each visiting every subject "
@@ -228,6 +246,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                           result.design.describe() if result else None):
             write(line)
         for line in site_lines(result) if result else ranking_lines(ranking):
+            write(line)
+        for line in stopping_lines(result.stopping) if result else []:
             write(line)
         write("")
     write("CPU µs/op: CPU time per operation during the timed blocks, of this client process, the service's "
@@ -303,7 +323,8 @@ def comparison_lines(compared: list[dict[str, Any]]) -> list[str]:
     if not compared:
         return []
     what = {"variant": "variant ÷ base", "mode": "Docker ÷ native", "path": "path ÷ loopback"}
-    lines = ["one axis changed (99 % CI, paired by cycle; '>' slower, '<' faster, '~' no difference shown):"]
+    level = compared[0].get("confidence", 0.99) * 100
+    lines = [f"one axis changed ({level:g} % CI, paired by cycle; '>' slower, '<' faster, '~' no difference shown):"]
     for axis in what:
         rows = [c for c in compared if c["axis"] == axis]
         if rows:
@@ -327,4 +348,5 @@ def _benchmark_settings(config: pytest.Config, suite: Suite | None) -> dict[str,
         out["seconds_per_operation"] = {op: round(r.seconds, 1) for op, r in suite.results.items()}
         out["settle"] = {op: r.settle for op, r in suite.results.items() if r.settle}
         out["client_gc"] = {op: r.gc for op, r in suite.results.items() if r.gc}
+        out["stopping"] = {op: r.stopping for op, r in suite.results.items() if r.stopping}
     return out

@@ -17,11 +17,11 @@ each visit at its own random place in the cycle: it is the denominator of
 every ratio, so its sampling error moves all of them at once, and it is the
 cheapest subject to sample (see benchmarks/README.md, "How many cycles a ±3 % ratio needs").
 
-Before the measured cycles every subject gets untimed warm-up calls,
-round-robin (one call of each in turn): `warmup` each, or the number its
-manifest asks for (`[bench] warmup_calls`: the Node.js services ask for
-6,000, since V8 keeps speeding them up for about 5,000 fetch-one calls
-here), at most `warmup_max_s` seconds of its own calls a subject. Then
+Before the measured cycles every subject gets untimed warm-up calls, all
+subjects at the same time, one thread each (warm_up): `warmup` each, or the
+number its manifest asks for (`[bench] warmup_calls`: the Node.js services
+ask for 6,000, since V8 keeps speeding them up for about 5,000 fetch-one
+calls here), at most `warmup_max_s` seconds of its share of the time. Then
 `settle_cycles` untimed cycles exactly like the measured ones. Both are
 counted in calls, not seconds, so every run gives every subject the same
 history whatever the machine's speed that hour (a runtime that tiers up or
@@ -46,7 +46,7 @@ from __future__ import annotations
 import gc
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +99,7 @@ class Measurement:
     wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
     settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, warmup
     gc: dict[str, Any] = field(default_factory=dict)      # the client's garbage collection while measured (GcRecord)
+    cycles: int = 0                                       # measured (fewer than design.blocks: stopped at a look)
 
 
 class GcRecord:
@@ -152,12 +153,81 @@ class GcRecord:
                 "largest_ms": round(self.largest_ns / 1e6, 3)}
 
 
+def warm_up(calls: Mapping[str, Callable[[], Any]], asked: Mapping[str, int], max_s: float | None,
+            untimed: Callable[[str, int], int]) -> dict[str, dict[str, Any]]:
+    """Every subject's warm-up calls at the same time, one thread per subject (each
+    subject's own calls one after another, as measured), each thread ending at its
+    count or when it has used up `max_s` of its share of the time: a call's wall time
+    divided by the number of subjects warming while it ran (so a limit means what it
+    meant when the subjects took turns). {subject: {calls, asked, seconds (its share),
+    wall}}.
+
+    At the same time, not in turn: warmed one after another, a Node.js service warmed
+    earlier read 2-7 % slower than the same service warmed later (methodology.md,
+    "Warmed by count, not by time"), so no subject may sit idle for minutes while the
+    others warm; until 2026-12-03 they went round-robin, one call of each in turn, and
+    the whole warm-up waited on the sum of every call: the Node.js services' 6,000 calls
+    each, one at a time, ~109 s of insert's first table. In threads, a subject's calls
+    overlap the others' (the services are other processes, the client waits on sockets
+    with the GIL released), so the warm-up takes about as long as the slowest subject's
+    own calls, with the second CPU busy too."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    warmed = {name: {"calls": 0, "asked": asked[name], "seconds": 0.0, "wall": 0.0} for name in calls}
+    lock = threading.Lock()
+    active = [0]
+    halt = threading.Event()  # set when one subject failed or the run is interrupted (Ctrl-C): the others stop
+
+    def one(name: str) -> None:
+        row = warmed[name]
+        began = time.monotonic()
+        while row["calls"] < asked[name] and not halt.is_set():
+            with lock:
+                sharing = max(active[0], 1)
+            started = time.monotonic()
+            untimed(name, 1)
+            row["calls"] += 1
+            with lock:
+                sharing = max(sharing, active[0])  # the busiest the call saw, at its start or end
+            row["seconds"] += (time.monotonic() - started) / sharing
+            if max_s is not None and row["seconds"] >= max_s:
+                break
+        row["wall"] = time.monotonic() - began
+
+    def run(name: str) -> None:
+        try:
+            one(name)
+        except BaseException:
+            halt.set()
+            raise
+        finally:
+            with lock:
+                active[0] -= 1
+
+    names = [name for name in calls if asked[name] > 0]
+    active[0] = len(names)
+    if names:
+        with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="warm-up") as pool:
+            try:
+                for future in [pool.submit(run, name) for name in names]:
+                    future.result()  # a subject's failure stops the run, as any call's does
+            except BaseException:  # that failure, or Ctrl-C in this thread: every thread ends after its call
+                halt.set()
+                raise
+    for row in warmed.values():
+        row["seconds"], row["wall"] = round(row["seconds"], 1), round(row["wall"], 1)
+    return warmed
+
+
 def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int | None = None,
             clocks: Mapping[str, Any] | None = None,
             after_untimed: Callable[[str, Any], None] | None = None,
             between: Callable[[str, list[Any]], None] | None = None,
             warmup: Mapping[str, int] | None = None,
-            progress: Callable[[str], None] | None = None, progress_s: float = 60.0) -> Measurement:
+            progress: Callable[[str], None] | None = None, progress_s: float = 60.0,
+            looks: Sequence[int] = (), look: Callable[[dict[str, list[float]], int], bool] | None = None
+            ) -> Measurement:
     """Run the design. `clocks[subject].read()` -> {process: CPU ns} is read just
     before the first and `.read(closing=True)` just after the last timed call of each block;
     `after_untimed(subject, result)` runs after every warm-up or discarded call,
@@ -165,7 +235,10 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
     `warmup[subject]` replaces design.warmup for that subject; `progress(text)`,
     between cycles, says how far the run is: when warm and settled, then at
     most every `progress_s` seconds (a slow machine's fetch-100 takes most of an
-    hour: a silent terminal looks hung)."""
+    hour: a silent terminal looks hung). `look(times, cycles)` is called after each
+    cycle count in `looks` (outside every timed window, the machine idle meanwhile);
+    when it returns True the measurement ends there (lab.stats.sequential decides);
+    Measurement.cycles says how many cycles were measured."""
     rng = random.Random(seed)
     clock = time.perf_counter_ns
     times: dict[str, list[float]] = {name: [] for name in calls}
@@ -205,38 +278,31 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                 between(name, results)
         return took
 
-    # Warm-up round-robin: one call of each subject in turn (one that has its count, or has used up its
-    # warmup_max_s of its own calls' time, drops out), so no subject sits idle for minutes while the others
-    # warm. Warmed one after another, a Node.js service warmed earlier read 2-7 % slower than the same
-    # service warmed later (benchmarks/README.md, "Or the service's own process?").
-    asked = {name: (warmup or {}).get(name, design.warmup) for name in calls}
-    warmed = {name: {"calls": 0, "asked": asked[name], "seconds": 0.0} for name in calls}
-    warming = [name for name in calls if asked[name] > 0]
-    while warming:
-        for name in list(warming):
-            started = time.monotonic()
-            untimed(name, 1)
-            row = warmed[name]
-            row["calls"] += 1
-            row["seconds"] += time.monotonic() - started
-            if row["calls"] >= asked[name] or (design.warmup_max_s is not None and
-                                               row["seconds"] >= design.warmup_max_s):
-                warming.remove(name)
-    for row in warmed.values():
-        row["seconds"] = round(row["seconds"], 1)
+    started = time.monotonic()
+    warmed = warm_up(calls, {name: (warmup or {}).get(name, design.warmup) for name in calls},
+                     design.warmup_max_s, untimed)
+    warm_s = round(time.monotonic() - started, 1)
     started = time.monotonic()
     for _ in range(design.settle_cycles):
         cycle(False)
-    settle = {"cycles": design.settle_cycles, "seconds": round(time.monotonic() - started, 1), "warmup": warmed}
+    settle = {"cycles": design.settle_cycles, "seconds": round(time.monotonic() - started, 1), "warmup": warmed,
+              "warmup_s": warm_s}
     if progress is not None:
-        progress(f"warmed up in {sum(r['seconds'] for r in warmed.values()):.0f} s and settled in "
-                 f"{settle['seconds']:.0f} s; measuring {design.blocks} cycles")
+        progress(f"warmed up in {warm_s:.0f} s and settled in "
+                 f"{settle['seconds']:.0f} s; measuring {design.blocks} cycles"
+                 + (f" at most, looking at {', '.join(map(str, looks))}" if look is not None and looks else ""))
     started = last = time.monotonic()
     stopped_by, done = "cycles", 0
+    stops = set(looks)
     with record:
         for done in range(1, design.blocks + 1):
             for name, took in cycle(measured=True).items():
                 times[name] += took
+            if look is not None and done in stops:
+                record.timing = False
+                if look(times, done):
+                    stopped_by = "the sequential rule"
+                    break
             now = time.monotonic()
             if (design.max_seconds is not None and now - started >= design.max_seconds
                     and design.min_blocks <= done < design.blocks):
@@ -246,13 +312,13 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                 break
             if progress is not None and now - last >= progress_s and done < design.blocks:
                 last = now
-                progress(f"{done} of {design.blocks} cycles in {now - started:.0f} s, "
-                         f"about {(now - started) / done * (design.blocks - done):.0f} s left")
+                progress(f"{done} of at most {design.blocks} cycles in {now - started:.0f} s, "
+                         f"about {(now - started) / done * (design.blocks - done):.0f} s left at most")
     settle["measured"] = {"cycles": done, "asked": design.blocks,
                           "seconds": round(time.monotonic() - started, 1), "stopped_by": stopped_by}
-    if progress is not None and stopped_by != "cycles":
+    if progress is not None and stopped_by not in ("cycles", "the sequential rule"):
         progress(f"stopped by its {stopped_by} after {done} of {design.blocks} cycles")
-    return Measurement(times, cpu, wall, settle, record.describe())
+    return Measurement(times, cpu, wall, settle, record.describe(), cycles=done)
 
 
 def sequential(calls: Mapping[str, Callable[[], Any]], rounds: int, warmup: int = 50) -> dict[str, list[float]]:

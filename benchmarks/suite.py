@@ -15,7 +15,11 @@ is called untimed LAB_BENCH_WARMUP times, or as often as its manifest's
 `[bench] warmup_calls` says (the Node.js services: 6,000), at most
 LAB_BENCH_WARMUP_MAX_S seconds each; then LAB_BENCH_SETTLE_CYCLES untimed
 cycles. Counts, not seconds: every run gives every subject the same history
-(benchmarks/interleave.py). Settings: LAB_BENCH_CYCLES (800),
+(benchmarks/interleave.py). The operation stops at the first of a few fixed looks
+(100, 200, 400, 800 cycles) where every ratio to the baseline is within
+±LAB_BENCH_TARGET (0.02), its interval corrected for the looks
+(lab/stats/sequential.py); 0: the fixed design. Settings: LAB_BENCH_CYCLES (800, at most),
+LAB_BENCH_TARGET (0.02), LAB_BENCH_FIRST_LOOK (100),
 LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
 LAB_BENCH_WARMUP_MAX_S (45), LAB_BENCH_SETTLE_CYCLES (100),
 LAB_BENCH_BASELINE_VISITS (4).
@@ -35,6 +39,7 @@ from lab.axes import DEFAULT_MODE, LOOPBACK, Site, parse_subject
 from lab.resources import CpuClock
 from lab.running import Sites
 from lab.stats import noise
+from lab.stats.sequential import Rule, resamples_for, to_baseline
 from lab.stats.statistics import CONFIDENCE, PairedBootstrap, compare, cycles_of, rank
 
 
@@ -93,18 +98,21 @@ class Result:
     gc: dict[str, Any] = field(default_factory=dict)                    # Measurement.gc
     ranking: dict[str, Any] = field(default_factory=dict)             # the first site's, to_baseline of all
     seconds: float = 0.0
+    stopping: dict[str, Any] = field(default_factory=dict)  # where the sequential rule stopped, and why
+    confidence: float = CONFIDENCE                          # the level of the intervals quoted (the stop's look)
 
 
 class Suite:
     """One per benchmark session: measures an operation on first request."""
 
     def __init__(self, sites: Sites, client_of: Callable[[str], Any], selected: dict[str, list[str]],
-                 enabled: bool, design: Design | None = None):
+                 enabled: bool, design: Design | None = None, rule: Rule | None = None):
         self.sites = sites
         self.client_of = client_of
         self.selected = selected
         self.enabled = enabled
         self.design = design or design_from_env()
+        self.rule = rule or Rule.from_env(cap=self.design.blocks)
         self.results: dict[str, Result] = {}
         self.noise_before: dict[str, Any] | None = None
         self.on_measured: Callable[[Result], None] | None = None  # called as each operation is measured
@@ -157,12 +165,37 @@ class Suite:
                 return result
 
             started = time.monotonic()
+            looks: list[dict[str, Any]] = []
+            rule = self.rule
+
+            def look(times: dict[str, list[float]], cycles: int) -> bool:
+                """The sequential rule's look after `cycles` cycles (lab.stats.sequential)."""
+                began = time.monotonic()
+                decision = rule.decide(cycles, ratios_to_baseline(times, self.design, rule.level_at(cycles)))
+                decision["seconds"] = round(time.monotonic() - started, 1)  # since this operation's warm-up began
+                decision["bootstrap_s"] = round(time.monotonic() - began, 2)
+                looks.append(decision)
+                if self.on_progress is not None:
+                    self.on_progress(f"({name}: look at {cycles} cycles, {decision['seconds']:.0f} s in: "
+                                     f"{look_text(decision)}" + (f"; stop: {decision['reason']})"
+                                                                 if decision["stop"] else "; going on)"))
+                return decision["stop"]
             design = replace(self.design, max_seconds=max_seconds(name))
             measured = measure(calls, design, seed=int(time.time()), clocks=self.clocks(list(calls)),
                                warmup=self.warmup_calls(list(calls)), **cleanup(op, collection),
                                progress=None if self.on_progress is None else
-                               lambda text: self.on_progress(f"({name}: {text})"))
+                               lambda text: self.on_progress(f"({name}: {text})"),
+                               looks=rule.looks, look=look if rule.target else None)
             result.seconds = time.monotonic() - started
+            result.design = replace(design, blocks=measured.cycles)
+            result.confidence = rule.level_at(measured.cycles)
+            last = looks[-1] if looks and looks[-1]["cycles"] == measured.cycles else {}
+            result.stopping = {**rule.describe(), "cap": self.design.blocks, "stopped_at": measured.cycles,
+                               "level": result.confidence,
+                               "reason": last.get("reason") or
+                               f"{measured.settle.get('measured', {}).get('stopped_by', 'cycles')}: "
+                               f"{measured.cycles} cycles",
+                               "looks_taken": looks}
             result.times = measured.times
             result.settle = measured.settle
             result.gc = measured.gc
@@ -170,7 +203,7 @@ class Suite:
                 n = len(measured.times[subject])
                 result.cpu_us[subject] = {p: ns / n / 1e3 for p, ns in per_process.items()}
                 result.wall_us[subject] = measured.wall_ns[subject] / n / 1e3
-            rank_sites(result)
+            rank_sites(result, result.confidence)
             if self.on_measured is not None:
                 self.on_measured(result)
         finally:
@@ -182,19 +215,44 @@ class Suite:
         return result
 
 
-def rank_sites(result: Result) -> None:
-    """Each site's ranking against its own `direct`, and the comparisons along one axis."""
-    by_site: dict[Site, dict[str, list[float]]] = {}
-    for subject, times in result.times.items():
-        by_site.setdefault(parse_subject(subject)[1], {})[subject] = times
+def by_site(times: dict[str, list[float]]) -> dict[Site, dict[str, list[float]]]:
+    out: dict[Site, dict[str, list[float]]] = {}
+    for subject, values in times.items():
+        out.setdefault(parse_subject(subject)[1], {})[subject] = values
+    return out
+
+
+def ratios_to_baseline(times: dict[str, list[float]], design: Design, level: float) -> dict[str, dict[str, Any]]:
+    """Every subject's ratio to its site's baseline, paired by cycle, with its interval at
+    `level` (lab.stats.sequential.to_baseline, site by site)."""
+    out: dict[str, dict[str, Any]] = {}
+    per_cycle = design.per_cycle(list(times))
+    for site, values in by_site(times).items():
+        out.update(to_baseline({s: cycles_of(v, per_cycle[s]) for s, v in values.items()},
+                               site.subject(design.baseline), level))
+    return out
+
+
+def look_text(decision: dict[str, Any]) -> str:
+    """A look's widths, for the terminal and the table's last line."""
+    if not decision.get("ratios"):
+        return "no ratio yet"
+    return (f"{decision['level']:.4%} intervals, half-widths median ±{decision['median_half_width']:.1%}, "
+            f"widest ±{decision['worst_half_width']:.1%} ({decision['widest']})")
+
+
+def rank_sites(result: Result, confidence: float = CONFIDENCE) -> None:
+    """Each site's ranking against its own `direct`, and the comparisons along one axis,
+    at `confidence` (the level of the look where the sequential rule stopped)."""
     to_baseline: dict[str, Any] = {}
-    for site, times in by_site.items():
-        ranking = rank(times, result.design.per_cycle(list(times)), baseline=site.subject(result.design.baseline))
+    for site, times in by_site(result.times).items():
+        ranking = rank(times, result.design.per_cycle(list(times)), baseline=site.subject(result.design.baseline),
+                       confidence=confidence, resamples=resamples_for(confidence))
         result.rankings[site.suffix] = ranking
         to_baseline.update(ranking.get("to_baseline", {}))
     first = next(iter(result.rankings.values()), {})
     result.ranking = {**first, "to_baseline": to_baseline}
-    result.comparisons = comparisons(result.times, result.design.per_cycle(list(result.times)))
+    result.comparisons = comparisons(result.times, result.design.per_cycle(list(result.times)), confidence)
 
 
 def counterparts(subjects: list[str]) -> list[tuple[str, str, str]]:
@@ -215,18 +273,20 @@ def counterparts(subjects: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
-def comparisons(times: dict[str, list[float]], per_cycle: dict[str, int]) -> list[dict[str, Any]]:
-    """a ÷ b for every pair `counterparts` finds, paired by cycle, with its 99 % interval."""
+def comparisons(times: dict[str, list[float]], per_cycle: dict[str, int],
+                confidence: float = CONFIDENCE) -> list[dict[str, Any]]:
+    """a ÷ b for every pair `counterparts` finds, paired by cycle, with its interval at `confidence`
+    (99 %, or the sequential rule's level at the look where it stopped)."""
     pairs = counterparts(list(times))
     if not pairs:
         return []
     groups = {s: cycles_of(v, per_cycle[s]) for s, v in times.items()}
-    boot = PairedBootstrap({s: g for s, g in groups.items() if g}, CONFIDENCE)
+    boot = PairedBootstrap({s: g for s, g in groups.items() if g}, confidence, resamples_for(confidence))
     out = []
     for a, b, axis in pairs:
         if a in boot.per_cycle and b in boot.per_cycle:
             ratio, interval = boot.ratio(a, b)
-            out.append({**compare(a, b, ratio, interval, CONFIDENCE), "axis": axis})
+            out.append({**compare(a, b, ratio, interval, confidence), "axis": axis, "confidence": confidence})
     return out
 
 
@@ -272,6 +332,7 @@ def record(benchmark: Any, result: Result, subject: str) -> None:
         stats.update(seconds)
     benchmark.extra_info.update({
         "design": result.design.describe(),
+        "stopping": {k: v for k, v in result.stopping.items() if k != "looks_taken"},
         "settle": result.settle,
         "cpu_us_per_op": {p: round(v, 1) for p, v in result.cpu_us.get(subject, {}).items()},
         "wall_us_per_op": round(result.wall_us.get(subject, 0.0), 1),

@@ -62,7 +62,10 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
                   "implementation and `direct` once, in random order, a short warm block each. Each "
                   "ratio is paired by cycle: the median over cycles of a's time ÷ b's in the same cycle "
                   "(a slow spell of the machine slows both and cancels), with a 99 % bootstrap interval "
-                  "that resamples whole cycles in runs of consecutive cycles (the machine's spells outlast a "
+                  "(99 % over the looks of the sequential rule that stopped the operation: each table's "
+                  "caption gives its level, e.g. 99.5 % at the cap; docs/methodology.md, \"Stopping when "
+                  "the intervals are narrow\") that resamples whole cycles in runs of consecutive cycles "
+                  "(the machine's spells outlast a "
                   "cycle; benchmarks/README.md, \"Intervals in runs of cycles\"). It covers one run's noise, not the "
                   "machine's from one run to the next: `make bench-runs` measures that. The ranking "
                   "reads as one order: implementations by their paired ratio to direct, in groups the "
@@ -91,14 +94,15 @@ def rankings_section(page: Page, inputs: Inputs) -> list[str]:
                 p = by_pair[(a, b)]
                 rows.append([a, p["relation"], b, _ci(p),
                              "no significant difference" if p["relation"] == "~" else "significant"])
-            page.add(Table(["a", "", "b", "a ÷ b, paired by cycle [99 % CI]", "verdict"], rows,
+            page.add(Table(["a", "", "b", f"a ÷ b, paired by cycle [{ranking['confidence'] * 100:g} % CI]",
+                            "verdict"], rows,
                            caption=f"{op}, {mode}: neighbours in median order "
-                                   f"({ranking['cycles']} cycles, {ranking['resamples']} resamples"
-                                   f"{resampled_in_runs(ranking)})",
+                                   f"({ranking['cycles']} cycles, {ranking['confidence'] * 100:g} % intervals, "
+                                   f"{ranking['resamples']} resamples{resampled_in_runs(ranking)})",
                            anchor=f"pairs-{op}-{mode}"))
             to_base = ranking.get("to_baseline") or {}
             if to_base:
-                page.add(Table(["implementation", "÷ direct, paired by cycle [99 % CI]"],
+                page.add(Table(["implementation", f"÷ direct, paired by cycle [{ranking['confidence'] * 100:g} % CI]"],
                                [[s, _ci(r)] for s, r in to_base.items()],
                                caption=f"{op}, {mode}: ratio to direct", anchor=f"ratio-{op}-{mode}"))
             ties = [p["text"] for p in ranking["pairs"] if p["relation"] == "~"

@@ -246,6 +246,9 @@ class Group:
         env = {"LAB_MODE": "native", "LAB_PATHS": ",".join(self.paths), "LAB_ONLY": ",".join(self.subjects()),
                "LAB_BENCH_OPERATIONS": ",".join(self.operations), "LAB_BENCH_CYCLES": str(self.cycles),
                "LAB_BENCH_SETTLE_CYCLES": str(self.settle_cycles),
+               # every cell its fixed cycles: the sweep's own intervals (sweep/cells.py, at 99 %) are
+               # computed from the raw rounds, which a sequential stop would flatter (lab/stats/sequential.py)
+               "LAB_BENCH_TARGET": "0",
                "LAB_BENCH_WARMUP_MAX_S": f"{self.warmup_max_s:g}", "LAB_BENCH_RESULTS": results_dir,
                "LAB_BENCH_MAX_S": self.time_budgets(),
                "LAB_VARIANTS": self.variant_axis if len(self.variants) > 1 else ""}

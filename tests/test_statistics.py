@@ -252,37 +252,77 @@ def test_warm_up_is_counted_per_subject_and_settling_in_fixed_cycles():
             made[name] += 1
             time.sleep(pause)
         return call
-    calls = {"direct": counting("direct"), "node": counting("node"), "slow": counting("slow", 0.01)}
-    design = Design(blocks=4, discard=1, warmup=3, warmup_max_s=0.2, settle_cycles=5, baseline_visits=2)
-    m = measure(calls, design, seed=2, warmup={"node": 500, "slow": 1000},
+    calls = {"direct": counting("direct"), "node": counting("node"), "slow": counting("slow", 0.02)}
+    # node's calls are instant, but in threads a call's wall time holds the others' turns with the GIL:
+    # under a loaded machine's scheduling 500 of them once took 0.4 s; 100 stay far below the limit
+    design = Design(blocks=4, discard=1, warmup=3, warmup_max_s=0.5, settle_cycles=5, baseline_visits=2)
+    m = measure(calls, design, seed=2, warmup={"node": 100, "slow": 1000},
                 between=lambda name, results: blocks_seen.append(name))
     warm = m.settle["warmup"]
-    assert warm["direct"]["calls"] == 3 and warm["node"] == {**warm["node"], "calls": 500, "asked": 500}
-    assert 5 <= warm["slow"]["calls"] < 1000 and warm["slow"]["asked"] == 1000   # cut by the 0.2 s limit
+    assert warm["direct"]["calls"] == 3 and warm["node"] == {**warm["node"], "calls": 100, "asked": 100}
+    assert 5 <= warm["slow"]["calls"] < 1000 and warm["slow"]["asked"] == 1000   # cut by the 0.5 s limit
     visits = 2 + 1 + 1
     assert m.settle["cycles"] == 5 and len(blocks_seen) == visits * (5 + 4)
     assert {name: len(t) for name, t in m.times.items()} == {"direct": 8, "node": 4, "slow": 4}
     # every call: warm-up, then (discard + timed) per visit over settling and measured cycles
-    assert made["node"] == 500 + 2 * (5 + 4) and made["direct"] == 3 + 2 * 2 * (5 + 4)
+    assert made["node"] == 100 + 2 * (5 + 4) and made["direct"] == 3 + 2 * 2 * (5 + 4)
     line = settled(m.settle)
-    assert "then 5 untimed cycles" in line and "3, 500, 1,000 calls a subject" in line
+    assert "then 5 untimed cycles" in line and "3, 100, 1,000 calls a subject" in line
     assert f"slow ({warm['slow']['calls']:,} of 1,000 calls)" in line
 
 
-def test_warm_up_goes_round_robin_and_a_subject_drops_out_when_warmed():
-    """No subject waits idle while another warms: the warm-up calls alternate,
-    and one that has its count (or its time) stops while the others go on."""
+def test_warm_up_runs_every_subject_at_once_and_a_subject_drops_out_when_warmed():
+    """No subject waits idle while another warms, and none waits on another's calls:
+    the subjects' warm-up calls run at the same time (here each call waits at a barrier
+    that opens only when all three are calling at once: taking turns, it would break),
+    and one that has its count stops while the others go on."""
+    import threading
+
     from benchmarks.interleave import Design, measure
+    together = threading.Barrier(3, timeout=10)
     seen: list[str] = []
 
+    made = {"a": 0, "b": 0, "c": 0}
+
     def call(name):
-        return lambda: seen.append(name)
+        def one():
+            made[name] += 1
+            if made[name] <= 2:  # the first two calls of each: all three at once
+                together.wait()
+            seen.append(name)
+        return one
     calls = {"a": call("a"), "b": call("b"), "c": call("c")}
     design = Design(blocks=1, discard=0, warmup=2, settle_cycles=0)
-    m = measure(calls, design, seed=3, warmup={"b": 4})
-    warm_up = seen[:2 + 4 + 2]
-    assert warm_up == ["a", "b", "c", "a", "b", "c", "b", "b"]
-    assert {n: w["calls"] for n, w in m.settle["warmup"].items()} == {"a": 2, "b": 4, "c": 2}
+    m = measure(calls, design, seed=3, warmup={"b": 40})
+    warm = m.settle["warmup"]
+    assert {n: w["calls"] for n, w in warm.items()} == {"a": 2, "b": 40, "c": 2}
+    assert sorted(seen[:3]) == ["a", "b", "c"]  # every first call had begun before any second one
+    assert made == {"a": 2 + 1, "b": 40 + 1, "c": 2 + 1}  # the warm-up, then one measured cycle
+    assert m.settle["warmup_s"] >= 0 and all(w["wall"] >= w["seconds"] for w in warm.values())
+
+
+def test_a_warm_up_that_fails_stops_the_run_with_its_error_and_the_other_subjects_warm_up_too():
+    """One subject's failing call ends every subject's warm-up (Ctrl-C in the main
+    thread does the same): the others stop after their current call, far short of their count."""
+    import time
+
+    from benchmarks.interleave import Design, measure
+    made = {"a": 0}
+
+    def slow():
+        made["a"] += 1
+        time.sleep(0.001)
+
+    def broken():
+        time.sleep(0.05)
+        raise ConnectionError("service gone")
+    try:
+        measure({"a": slow, "b": broken}, Design(blocks=1, warmup=3), seed=1, warmup={"a": 100_000})
+    except ConnectionError as exc:
+        assert "service gone" in str(exc)
+    else:
+        raise AssertionError("a failing warm-up call did not stop the measurement")
+    assert 0 < made["a"] < 100_000
 
 
 def test_a_long_measurement_says_how_far_it_is_between_cycles():
@@ -301,7 +341,7 @@ def test_a_long_measurement_says_how_far_it_is_between_cycles():
     measure(calls, design, seed=1, progress=progress, progress_s=0.0)
     assert re.fullmatch(r"warmed up in \d+ s and settled in \d+ s; measuring 4 cycles", said[0])
     assert [re.sub(r"\d+ s", "N s", t) for t in said[1:]] == [
-        f"{k} of 4 cycles in N s, about N s left" for k in (1, 2, 3)]
+        f"{k} of at most 4 cycles in N s, about N s left at most" for k in (1, 2, 3)]
     # between cycles only: every progress line follows a whole cycle (a: 1 visit, direct: baseline_visits)
     cycle = 1 + design.baseline_visits
     warm = 2 + cycle  # one warm-up call each, one settling cycle

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
@@ -79,18 +80,25 @@ def resampled_in_runs(ranking: dict[str, Any]) -> str:
     return f" in runs of {length} cycles" if length > 1 else ""
 
 
+@functools.lru_cache(maxsize=4)
+def _draws(n: int, resamples: int, seed: int, length: int) -> Any:
+    import numpy as np
+    runs = -(-n // length)
+    starts = np.random.default_rng(seed).integers(0, n, size=(resamples, runs))
+    out = ((starts[:, :, None] + np.arange(length)) % n).reshape(resamples, -1)[:, :n].astype(np.int32)
+    out.flags.writeable = False  # shared by every caller with these arguments
+    return out
+
+
 def block_draws(cycles: int, resamples: int, seed: int, length: int | None = None) -> Any:
     """Circular block bootstrap indices, shape (resamples, cycles): each row is
     runs of `length` consecutive cycle indices (wrapping past the last cycle to
     the first, so every cycle is drawn equally often), starting anywhere, cut
     to `cycles`. length defaults to cycles / RUNS_PER_RESAMPLE (at least 1);
     length 1 is the ordinary bootstrap."""
-    import numpy as np
     n = max(cycles, 1)
     length = min(max(run_length_for(cycles) if length is None else length, 1), n)
-    runs = -(-n // length)
-    starts = np.random.default_rng(seed).integers(0, n, size=(resamples, runs))
-    return ((starts[:, :, None] + np.arange(length)) % n).reshape(resamples, -1)[:, :n]
+    return _draws(n, resamples, seed, length)  # the same draws again: the sequential rule's looks, its tests
 
 
 def _median(values: list[float]) -> float:
