@@ -154,8 +154,11 @@ def _measure(spec: str) -> dict:
 @pytest.mark.parametrize("rtt_ms", [1, 20, 100])
 def test_round_trip_is_the_set_one(can_make_paths: None, rtt_ms: float) -> None:
     measured = _measure(f"rtt{rtt_ms}ms")
-    tolerance = max(0.1 * rtt_ms, 0.2)
-    assert abs(measured["added_rtt_ms"] - rtt_ms) <= tolerance, measured
+    added = measured["added_rtt_ms"]
+    # The delay is a floor the emulator must keep (each direction half of it: one direction
+    # alone would give half); a loaded machine only adds to it, so the upper bound is loose,
+    # and still catches a delay applied twice at 20 and 100 ms. Timings are the benchmarks'.
+    assert 0.9 * rtt_ms - 0.05 <= added <= 1.5 * rtt_ms + 5, measured
 
 
 def test_bandwidth_is_the_set_one(can_make_paths: None) -> None:
@@ -218,16 +221,18 @@ def test_nothing_left_behind_after_a_signal(can_make_paths: None, signum: int, s
     child, _, emulators = _hold_a_path()
     try:
         child.send_signal(signum)
-        assert child.wait(30) == status
+        assert child.wait(120) == status   # its cleanup runs ip, tc and iptables: slow on a loaded machine
     finally:
         if child.poll() is None:
             child.kill()
             child.wait(10)
+            netpath.sweep_stale()   # what the killed child left must not spill into the next test
     assert _host_state() == before
     assert not any(psutil.pid_exists(pid) for pid in emulators)
 
 
 def test_what_a_killed_run_left_is_swept(can_make_paths: None) -> None:
+    netpath.sweep_stale()   # none left by an earlier test: this one's is the only one to sweep
     before = _host_state()
     child, namespace, emulators = _hold_a_path()
     child.kill()  # SIGKILL: no cleanup; its emulators die with it (die-with-parent)
