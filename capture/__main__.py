@@ -20,7 +20,8 @@ import time
 from capture.report import markdown, write
 from capture.tshark import CaptureError
 from capture.wire import DEFAULT_N, NEW_CONNECTION_REPEATS, axis_subjects, measure
-from lab import settings, workload
+from clients.protocols import PROTOCOLS
+from lab import registry, settings, workload
 from lab.host.netns import NetnsUnavailable
 from lab.workload import CAPTURE
 
@@ -65,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
             names = axis_subjects(args.axis)
         except ValueError as exc:
             parser.error(str(exc))
+    if names is None:   # every implementation, but a protocol whose descriptor says why not
+        found = registry.select(None)
+        left = {i.name: PROTOCOLS[i.protocol].no_capture for i in found if PROTOCOLS[i.protocol].no_capture}
+        for name, why in left.items():
+            print(f"capture: {name} left out: {why}", flush=True)
+        names = [i.name for i in found if i.name not in left] if left else None
     if not 1 <= args.n <= 96:  # delete needs a distinct game per operation (100 in the set)
         parser.error("-n must be between 1 and 96")
     started = time.monotonic()

@@ -162,6 +162,7 @@ class Protocol:
     messaging: bool = False
     load_client: str | None = None
     no_load: str = ""
+    no_capture: str = ""   # why `make capture` leaves it out by default ("": captured; --only names it anyway)
     crosscheck: str | None = None
     crosscheck_plan: str | None = None
     no_crosscheck: str = ""
