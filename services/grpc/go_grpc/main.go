@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -35,12 +34,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	common "protolab/services/common/go"
 	pb "protolab/services/common/go/gamespb"
+	"protolab/services/common/go/pbgame"
 )
 
 type service struct {
@@ -196,7 +195,7 @@ func parseStrict(raw []byte, message proto.Message) error {
 	if err := proto.Unmarshal(raw, message); err != nil {
 		return status.Errorf(codes.InvalidArgument, "malformed %s message: %v", name, err)
 	}
-	if number, found := unknownField(message.ProtoReflect()); found {
+	if number, found := pbgame.UnknownField(message.ProtoReflect()); found {
 		return status.Errorf(codes.InvalidArgument, "unknown or mistyped field number %d in %s", number, name)
 	}
 	return nil
@@ -217,31 +216,6 @@ func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return c.CodecV2.Unmarshal(data, v)
 }
 
-// unknownField finds a field number the schema does not know, in the
-// message or any nested one.
-func unknownField(m protoreflect.Message) (protoreflect.FieldNumber, bool) {
-	if raw := m.GetUnknown(); len(raw) > 0 {
-		number, _, _ := protowire.ConsumeTag(raw)
-		return number, true
-	}
-	var number protoreflect.FieldNumber
-	found := false
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Message() == nil {
-			return true
-		}
-		if fd.IsList() {
-			for i := 0; i < v.List().Len() && !found; i++ {
-				number, found = unknownField(v.List().Get(i).Message())
-			}
-		} else {
-			number, found = unknownField(v.Message())
-		}
-		return !found
-	})
-	return number, found
-}
-
 func (s *service) fail(err error) error {
 	e := common.AsError(err)
 	return status.Error(s.codes[e.Code], e.Message)
@@ -251,31 +225,19 @@ func (s *service) CreateGame(ctx context.Context, m *pb.Game) (*pb.Game, error) 
 	if m.Id != "" {
 		return nil, status.Error(codes.InvalidArgument, "id must be empty in CreateGame: the server assigns it")
 	}
-	doc, err := s.store.Create(ctx, s.gameOf(m))
+	doc, err := s.store.Create(ctx, pbgame.GameOf(s.contract, m))
 	if err != nil {
 		return nil, s.fail(err)
 	}
-	return s.message(doc), nil
-}
-
-// stored is a stored game decoded straight into the generated message (its
-// json tags are the stored keys; the store's typed collection reads them).
-type stored struct {
-	ID       string `bson:"_id"`
-	*pb.Game `bson:",inline"`
-}
-
-func (g stored) message() *pb.Game {
-	g.Game.Id = g.ID
-	return g.Game
+	return pbgame.GameMessage(doc), nil
 }
 
 func (s *service) GetGame(ctx context.Context, m *pb.GameId) (*pb.Game, error) {
-	var game stored
+	var game pbgame.StoredGame
 	if err := s.store.GetInto(ctx, m.Id, &game); err != nil {
 		return nil, s.fail(err)
 	}
-	return game.message(), nil
+	return game.Message(), nil
 }
 
 func (s *service) ListGames(ctx context.Context, m *pb.ListGamesRequest) (*pb.GameList, error) {
@@ -283,23 +245,23 @@ func (s *service) ListGames(ctx context.Context, m *pb.ListGamesRequest) (*pb.Ga
 	if limit == 0 { // proto3's unset value: the default
 		limit = int64(s.contract.Limits.DefaultListLimit)
 	}
-	var games []stored // cursor.All sizes it to the page
+	var games []pbgame.StoredGame // cursor.All sizes it to the page
 	if err := s.store.ListInto(ctx, limit, int64(m.Offset), &games); err != nil {
 		return nil, s.fail(err)
 	}
 	list := &pb.GameList{Games: make([]*pb.Game, len(games))}
 	for i, game := range games {
-		list.Games[i] = game.message()
+		list.Games[i] = game.Message()
 	}
 	return list, nil
 }
 
 func (s *service) UpdateGame(ctx context.Context, m *pb.Game) (*pb.Game, error) {
-	doc, err := s.store.Update(ctx, m.Id, s.gameOf(m))
+	doc, err := s.store.Update(ctx, m.Id, pbgame.GameOf(s.contract, m))
 	if err != nil {
 		return nil, s.fail(err)
 	}
-	return s.message(doc), nil
+	return pbgame.GameMessage(doc), nil
 }
 
 func (s *service) DeleteGame(ctx context.Context, m *pb.GameId) (*pb.Empty, error) {
@@ -314,89 +276,6 @@ func (s *service) Health(ctx context.Context, _ *pb.Empty) (*pb.Empty, error) {
 		return nil, s.fail(err)
 	}
 	return &pb.Empty{}, nil
-}
-
-// gameOf is a message's game fields (no id) as the JSON values the store
-// validates, by the contract's field table (contract/grpc_codec.py).
-func (s *service) gameOf(m *pb.Game) map[string]any {
-	r := m.ProtoReflect()
-	fields := r.Descriptor().Fields()
-	game := make(map[string]any, len(s.contract.Fields))
-	for _, f := range s.contract.Fields {
-		fd := fields.ByName(protoreflect.Name(f.Name))
-		if fd == nil {
-			continue // the store reports it missing
-		}
-		switch f.Kind {
-		case common.KindNullableBool:
-			if r.Has(fd) {
-				game[f.Name] = r.Get(fd).Bool()
-			} else {
-				game[f.Name] = nil
-			}
-		case common.KindStringList:
-			list := r.Get(fd).List()
-			items := make([]any, list.Len())
-			for i := range items {
-				items[i] = list.Get(i).String()
-			}
-			game[f.Name] = items
-		case common.KindLanguageDetails:
-			list := r.Get(fd).List()
-			items := make([]any, list.Len())
-			for i := range items {
-				detail := list.Get(i).Message()
-				dfields := detail.Descriptor().Fields()
-				obj := make(map[string]any, len(s.contract.DetailFields))
-				for _, df := range s.contract.DetailFields {
-					if dfd := dfields.ByName(protoreflect.Name(df.Name)); dfd != nil {
-						obj[df.Name] = detail.Get(dfd).Interface()
-					}
-				}
-				items[i] = obj
-			}
-			game[f.Name] = items
-		default: // string, bool
-			game[f.Name] = r.Get(fd).Interface()
-		}
-	}
-	return game
-}
-
-// message is a stored game as a Game message.
-func (s *service) message(doc bson.D) *pb.Game {
-	m := &pb.Game{}
-	r := m.ProtoReflect()
-	setFields(r, doc)
-	return m
-}
-
-func setFields(r protoreflect.Message, doc bson.D) {
-	fields := r.Descriptor().Fields()
-	for _, e := range doc {
-		fd := fields.ByName(protoreflect.Name(e.Key))
-		if fd == nil || e.Value == nil {
-			continue
-		}
-		switch v := e.Value.(type) {
-		case string:
-			r.Set(fd, protoreflect.ValueOfString(v))
-		case bool:
-			r.Set(fd, protoreflect.ValueOfBool(v))
-		case bson.A:
-			list := r.Mutable(fd).List()
-			for _, item := range v {
-				switch x := item.(type) {
-				case string:
-					list.Append(protoreflect.ValueOfString(x))
-				case bson.D:
-					element := list.NewElement()
-					setFields(element.Message(), x)
-					list.Append(element)
-				}
-			}
-		}
-	}
 }
 
 // syntheticEvent is the synthetic feed's event (contract.json
@@ -476,7 +355,7 @@ func (s *service) Subscribe(m *pb.SubscribeRequest, stream pb.Games_SubscribeSer
 			change := &pb.Change{Type: c.Type}
 			change.Id, _ = c.ID.(string)
 			if c.Game != nil {
-				change.Game = s.message(c.Game)
+				change.Game = pbgame.GameMessage(c.Game)
 			}
 			return stream.Send(&pb.PushMessage{Id: c.Token, Change: change})
 		})
