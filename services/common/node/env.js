@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttp } from 'node:http';
 import { createServer as createHttp2, createSecureServer as createHttp2Secure } from 'node:http2';
 import { createServer as createHttps } from 'node:https';
+import { createServer as createTcp } from 'node:net';
+import { Duplex } from 'node:stream';
 import tls from 'node:tls';
 
 export const HOST = process.env.HOST ?? '127.0.0.1';
@@ -123,6 +125,54 @@ export function fastifyServerOptions() {
 /** HTTP/1.1 and HTTP/2 on one TLS port, chosen by ALPN (node:http2's secure server). */
 export function createHttpAndH2SecureServer(options, handler) {
   return createHttp2Secure({ ...options, ...tlsOptions(['h2', 'http/1.1']), allowHTTP1: true }, handler);
+}
+
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+// The socket as a plain stream, with the bytes already read put back in front:
+// http2 reads a net.Socket through its native handle, past any unshift().
+function replay(socket, first) {
+  const stream = new Duplex({
+    read() { socket.resume(); },
+    write(chunk, encoding, callback) { socket.write(chunk, callback); },
+    final(callback) { socket.end(); callback(); },
+    destroy(err, callback) { socket.destroy(); callback(err); },
+  });
+  stream.push(first);
+  socket.on('data', (data) => { if (!stream.push(data)) socket.pause(); });
+  socket.on('end', () => stream.push(null));
+  socket.on('close', () => stream.destroy());
+  return stream;
+}
+
+/** HTTP/1.1 and HTTP/2 on one port, as Go's h2c handler serves them: in cleartext a connection that
+ * opens with HTTP/2's preface is h2c (prior knowledge), any other HTTP/1.1 (node:http2's allowHTTP1
+ * applies to its secure server only); over TLS, HTTP/2 or HTTP/1.1 as ALPN chose. TCP_NODELAY on
+ * every connection. { server: to listen(), http1: the HTTP/1.1 server (closeAllConnections) }.
+ * `options`: node:http's (keepAliveTimeout). */
+export function createHttpAndH2Server(options, handler) {
+  if (TLS) {
+    const server = createHttpAndH2SecureServer({}, handler);
+    server.on('connection', (socket) => socket.setNoDelay(true));
+    return { server, http1: null };
+  }
+  const http1 = createHttp(options, handler);
+  const http2 = createHttp2({}, handler);
+  const server = createTcp({ noDelay: true }, (socket) => {
+    socket.on('error', () => {});
+    socket.once('data', (chunk) => {
+      socket.pause();
+      const n = Math.min(chunk.length, H2_PREFACE.length);
+      if (chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+        http2.emit('connection', replay(socket, chunk));
+      } else {
+        socket.unshift(chunk);
+        http1.emit('connection', socket);
+        socket.resume();
+      }
+    });
+  });
+  return { server, http1 };
 }
 
 /** grpc-js's server credentials: TLS (its own handshake) when the lab asks for it. */
