@@ -2,7 +2,7 @@
 // PORT, LAB_THREADS (the worker budget), TLS when the lab asks for it, and a
 // clean stop on SIGTERM/SIGINT.
 import { readFileSync } from 'node:fs';
-import { createServer as createHttp } from 'node:http';
+import { ServerResponse, createServer as createHttp } from 'node:http';
 import { createServer as createHttp2, createSecureServer as createHttp2Secure } from 'node:http2';
 import { createServer as createHttps } from 'node:https';
 import { createServer as createTcp } from 'node:net';
@@ -145,18 +145,31 @@ function replay(socket, first) {
   return stream;
 }
 
+// An HTTP/1.1 reply written before its request's body has all arrived (a request over the size
+// limit, refused from its Content-Length or its first bytes) closes the connection after it, as Go's
+// net/http does: on a kept-alive connection the client may still be sending the rest of that body,
+// and Node.js would wait for it before reading the next request (Connect's conformance suite's Go
+// client hung there: gRPC-Web over HTTP/1.1, a request over the receive limit and the next one).
+class CloseUnreadResponse extends ServerResponse {
+  writeHead(...args) {
+    if (!this.req.complete) this.shouldKeepAlive = false;
+    return super.writeHead(...args);
+  }
+}
+
 /** HTTP/1.1 and HTTP/2 on one port, as Go's h2c handler serves them: in cleartext a connection that
  * opens with HTTP/2's preface is h2c (prior knowledge), any other HTTP/1.1 (node:http2's allowHTTP1
  * applies to its secure server only); over TLS, HTTP/2 or HTTP/1.1 as ALPN chose. TCP_NODELAY on
- * every connection. { server: to listen(), http1: the HTTP/1.1 server (closeAllConnections) }.
+ * every connection; an HTTP/1.1 reply before its request's whole body closes the connection after
+ * it (CloseUnreadResponse). { server: to listen(), http1: the HTTP/1.1 server (closeAllConnections) }.
  * `options`: node:http's (keepAliveTimeout). */
 export function createHttpAndH2Server(options, handler) {
   if (TLS) {
-    const server = createHttpAndH2SecureServer({}, handler);
+    const server = createHttpAndH2SecureServer({ Http1ServerResponse: CloseUnreadResponse }, handler);
     server.on('connection', (socket) => socket.setNoDelay(true));
     return { server, http1: null };
   }
-  const http1 = createHttp(options, handler);
+  const http1 = createHttp({ ...options, ServerResponse: CloseUnreadResponse }, handler);
   const http2 = createHttp2({}, handler);
   const server = createTcp({ noDelay: true }, (socket) => {
     socket.on('error', () => {});
