@@ -33,7 +33,7 @@ import {
 import { HOST, PORT, createHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
 import { Store } from '../../common/node/store.js';
 import { FILE_DESCRIPTOR_SET } from './gen/games.js';
-import { refuseRejected, strictService } from './strict.js';
+import { binaryOptions, refuseRejected, strictService } from './strict.js';
 
 const registry = createRegistryFromDescriptors(protoBase64.dec(FILE_DESCRIPTOR_SET));
 const Games = registry.findService('protolab.games.v1.Games');
@@ -131,6 +131,7 @@ const handler = connectNodeAdapter({
   acceptCompression: [compressionGzip],
   compressMinBytes: COMPRESSION === 'gzip' ? 0 : Number.MAX_SAFE_INTEGER,
   jsonOptions: { ignoreUnknownFields: false },
+  binaryOptions,
   interceptors: [refuseRejected],
 });
 

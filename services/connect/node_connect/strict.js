@@ -108,3 +108,9 @@ export const refuseRejected = (next) => async (request) => {
   if (rejected) throw rejected;
   return next(request);
 };
+
+// @bufbuild/protobuf 1.x reads strings with a default TextDecoder, which drops a byte order mark
+// (U+FEFF) at a string's start: a tag "\uFEFF" was stored as "" (tests/test_fuzz.py). Strings are
+// read as sent with one that keeps it; connect-node's binaryOptions (readerFactory).
+const KEEP_BOM = new TextDecoder('utf-8', { ignoreBOM: true });
+export const binaryOptions = { readerFactory: (bytes) => new BinaryReader(bytes, KEEP_BOM) };

@@ -20,7 +20,7 @@ import { Any, createRegistryFromDescriptors, protoBase64 } from '@bufbuild/proto
 import { ConnectError, createContextKey, createContextValues } from '@connectrpc/connect';
 import { compressionGzip, connectNodeAdapter } from '@connectrpc/connect-node';
 import { createHttpAndH2Server, onStop } from '../../../common/node/env.js';
-import { refuseRejected, strictService } from '../strict.js';
+import { binaryOptions, refuseRejected, strictService } from '../strict.js';
 import { FILE_DESCRIPTOR_SET } from './gen/conformance.js';
 
 const PACKAGE = 'connectrpc.conformance.v1';
@@ -113,6 +113,7 @@ const handler = connectNodeAdapter({
   acceptCompression: [compressionGzip],
   // typeRegistry: the request info's google.protobuf.Any holds the suite's requests, in JSON too
   jsonOptions: { ignoreUnknownFields: false, typeRegistry: registry },
+  binaryOptions,
   interceptors: [refuseRejected],
   ...(request.messageReceiveLimit > 0 ? { readMaxBytes: request.messageReceiveLimit } : {}),
   contextValues: (req) => {
