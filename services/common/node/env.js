@@ -47,8 +47,15 @@ export function noDelay(server) {
 // caps the value at net.core.somaxconn.
 export const BACKLOG = 4096;
 
-/** Listens on HOST:PORT with the lab's backlog (a node:net, http or http2 server). */
+/** Listens on HOST:PORT with the lab's backlog (a node:net, http or http2 server); a port it cannot
+ * have (taken, not permitted) ends the process with one line saying so. */
 export function listen(server) {
+  const refused = (err) => {
+    console.error(`cannot listen on ${HOST}:${PORT}: ${err.message}`);
+    process.exit(1);
+  };
+  server.once('error', refused);
+  server.once('listening', () => server.off('error', refused));
   return server.listen({ host: HOST, port: PORT, backlog: BACKLOG });
 }
 
@@ -150,9 +157,13 @@ function replay(socket, first) {
 // net/http does: on a kept-alive connection the client may still be sending the rest of that body,
 // and Node.js would wait for it before reading the next request (Connect's conformance suite's Go
 // client hung there: gRPC-Web over HTTP/1.1, a request over the receive limit and the next one).
+// A request without a body (no Content-Length or a zero one, no Transfer-Encoding: a GET) keeps its
+// connection whenever it is answered (its `complete` is still false in a handler that answers at once).
 class CloseUnreadResponse extends ServerResponse {
   writeHead(...args) {
-    if (!this.req.complete) this.shouldKeepAlive = false;
+    const { headers } = this.req;
+    const body = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+    if (body && !this.req.complete) this.shouldKeepAlive = false;
     return super.writeHead(...args);
   }
 }

@@ -30,7 +30,7 @@ import {
   ContractError, DEFAULT_LIST_LIMIT, ERRORS, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
   MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, NULLABLE_BOOL, asContractError,
 } from '../../common/node/contract.js';
-import { HOST, PORT, createHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
+import { createHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
 import { Store } from '../../common/node/store.js';
 import { FILE_DESCRIPTOR_SET } from './gen/games.js';
 import { binaryOptions, refuseRejected, strictService } from './strict.js';
@@ -136,10 +136,6 @@ const handler = connectNodeAdapter({
 });
 
 const { server, http1 } = createHttpAndH2Server({ keepAliveTimeout: 75_000 }, handler);
-server.on('error', (err) => {
-  console.error(`cannot listen on ${HOST}:${PORT}: ${err.message}`);
-  process.exit(1);
-});
 listen(server);
 onStop(() => new Promise((resolve) => {
   server.close();

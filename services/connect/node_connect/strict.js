@@ -6,68 +6,41 @@
 // type as if it were its own, and replaces invalid UTF-8; and connect-node answers
 // any binary parse error as INTERNAL (its createBinarySerialization). So each
 // request type's fromBinary first checks the message on the wire against its
-// descriptor: every field number known, in its wire type (or packed), strings
-// valid UTF-8, no truncation. A message that fails is handed to the method as the
+// descriptor (services/common/node/pbwire.js, the check grpc/node_grpcjs makes
+// on proto-loader's descriptors): every field number known, in its wire type
+// (or packed), strings valid UTF-8, no truncation. A message that fails is handed to the method as the
 // empty message marked REJECTED, and the interceptor `refuseRejected` answers it
 // with INVALID_ARGUMENT before the method runs. (JSON needs none of this:
 // connect-node's jsonOptions.ignoreUnknownFields=false refuses unknown fields,
 // and a JSON parse error is already INVALID_ARGUMENT.)
-import { BinaryReader, MethodIdempotency, ScalarType, WireType } from '@bufbuild/protobuf';
+import { BinaryReader, MethodIdempotency, ScalarType } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { WIRE, WireError, wireCheck } from '../../common/node/pbwire.js';
 
 const REJECTED = Symbol('rejected');
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function wireTypeOf(field) {
-  if (field.kind === 'message' || field.kind === 'map') return WireType.LengthDelimited;
-  if (field.kind === 'enum') return WireType.Varint;
+  if (field.kind === 'message' || field.kind === 'map') return WIRE.LEN;
+  if (field.kind === 'enum') return WIRE.VARINT;
   switch (field.T) {
-    case ScalarType.STRING: case ScalarType.BYTES: return WireType.LengthDelimited;
-    case ScalarType.DOUBLE: case ScalarType.FIXED64: case ScalarType.SFIXED64: return WireType.Bit64;
-    case ScalarType.FLOAT: case ScalarType.FIXED32: case ScalarType.SFIXED32: return WireType.Bit32;
-    default: return WireType.Varint;
+    case ScalarType.STRING: case ScalarType.BYTES: return WIRE.LEN;
+    case ScalarType.DOUBLE: case ScalarType.FIXED64: case ScalarType.SFIXED64: return WIRE.I64;
+    case ScalarType.FLOAT: case ScalarType.FIXED32: case ScalarType.SFIXED32: return WIRE.I32;
+    default: return WIRE.VARINT;
   }
 }
 
-// The bytes of a length-delimited field, refusing a length past the message's end.
-function delimited(reader, name) {
-  const length = reader.uint32();
-  const start = reader.pos;
-  if (start + length > reader.len) throw new Error(`${name} is truncated`);
-  reader.pos += length;
-  return reader.buf.subarray(start, start + length);
-}
-
-/** Checks the binary message `bytes` against `type` (a @bufbuild/protobuf MessageType); throws what it finds. */
-export function checkWire(type, bytes) {
-  const reader = bytes instanceof BinaryReader ? bytes : new BinaryReader(bytes);
-  const name = type.typeName.slice(type.typeName.lastIndexOf('.') + 1);
-  while (reader.pos < reader.len) {
-    const [number, wire] = reader.tag();
-    const field = type.fields.find(number);
-    const expected = field && wireTypeOf(field);
-    const packed = field && field.repeated && field.kind !== 'message' && field.kind !== 'map'
-      && wire === WireType.LengthDelimited && expected !== WireType.LengthDelimited;
-    if (!field || (wire !== expected && !packed)) {
-      throw new Error(`unknown or mistyped field number ${number} in ${name}`);
-    }
-    if (field.kind === 'message') {
-      checkWire(field.T, delimited(reader, name));
-    } else if (field.kind === 'scalar' && field.T === ScalarType.STRING && !packed) {
-      const bytes = delimited(reader, name);
-      try {
-        utf8.decode(bytes);
-      } catch {
-        throw new Error(`field ${number} of ${name} is not valid UTF-8`);
-      }
-    } else if (wire === WireType.LengthDelimited) {
-      delimited(reader, name);
-    } else {
-      reader.skip(wire);
-    }
-  }
-  if (reader.pos > reader.len) throw new Error(`${name} is truncated`);
-}
+/** Checks the binary message `bytes` against `type` (a @bufbuild/protobuf MessageType): the shared
+ * check (services/common/node/pbwire.js) on @bufbuild/protobuf's descriptors; throws a WireError. */
+export const checkWire = wireCheck((type) => ({
+  name: type.typeName.slice(type.typeName.lastIndexOf('.') + 1),
+  fields: new Map(type.fields.list().map((f) => [f.no, {
+    wire: wireTypeOf(f),
+    repeated: f.repeated || f.kind === 'map',
+    string: f.kind === 'scalar' && f.T === ScalarType.STRING,
+    message: f.kind === 'message' ? f.T : null, // a map's entries are not looked into
+  }])),
+}));
 
 /** `type` with a fromBinary that checks the wire first and marks a message that fails it. */
 function strictType(type) {
@@ -76,9 +49,9 @@ function strictType(type) {
       try {
         checkWire(type, bytes);
       } catch (err) {
+        if (!(err instanceof WireError)) throw err;
         const message = new type();
-        message[REJECTED] = new ConnectError(`malformed ${type.typeName} message: ${err.message}`,
-          Code.InvalidArgument);
+        message[REJECTED] = new ConnectError(err.message, Code.InvalidArgument);
         return message;
       }
       return type.fromBinary(bytes, options);
