@@ -195,3 +195,31 @@ def test_node_closes_a_connection_whose_request_it_answered_before_reading_it_al
         assert client.get(known)["id"] == known
     finally:
         client.close()
+
+
+def test_make_capture_leaves_the_connect_servers_out_saying_why_and_captures_one_named(monkeypatch, capsys) -> None:
+    """`python -m capture` with no names: every implementation but the Connect servers (the protocol's
+    descriptor, no_capture: one port for all its wire and codec subjects), each named with the reason;
+    `--only connect/node_connect` captures it. (The capture itself is stopped before it starts.)"""
+    import capture.__main__ as capture_main
+    from capture.tshark import CaptureError
+    from clients.protocols import PROTOCOLS
+    from lab import registry
+
+    asked = []
+
+    def measure(**kwargs):
+        asked.append(kwargs["names"])
+        raise CaptureError("stopped by the test before it captures")
+
+    monkeypatch.setattr(capture_main, "measure", measure)
+    assert capture_main.main([]) == 2
+    printed = capsys.readouterr().out
+    every = [i.name for i in registry.select(None)]
+    servers = [n for n in every if n.startswith("connect/")]
+    assert "connect/node_connect" in servers and "connect/go_connect" in servers
+    why = PROTOCOLS["connect"].no_capture
+    assert why and all(f"capture: {name} left out: {why}" in printed for name in servers)
+    assert asked[0] == [n for n in every if n not in servers]
+    assert capture_main.main(["--only", "connect/node_connect"]) == 2
+    assert asked[1] == ["connect/node_connect"]
