@@ -53,6 +53,8 @@ What a descriptor says:
     push             the ways it carries a push feed (contract/push.md), each a PushWay below: what
                      the push load instrument (load/push.py), the push capture (capture/push.py) and
                      the report's push section know of it; () when it has no push feed
+    message_framing  the lab's Go push load client's -framing (MESSAGE_FRAMINGS) for its echo and
+                     broadcast (load/messages.py: Fernando & Engel's tests), or "" where it has none
     axes             variant axes of its own, each a ClientAxis below (lab/axes.py adds them to its one
                      table): ways its one server may be spoken to that change only the lab's client
                      (Connect's wire protocol and codec); a subject varied along one is served by the
@@ -92,6 +94,7 @@ from typing import Any
 
 TRANSPORTS = ("http", "http2", "websocket")
 PUSH_MODES = ("sse", "ws", "poll", "grpc")  # the Go push load client's (load/push-client -mode)
+MESSAGE_FRAMINGS = ("ws", "socketio")       # its -framing of the echo and broadcast modes
 # The payloads capture counts from a transport's own framing, and the transport each belongs to;
 # any other `payload` is a tshark field of message lengths.
 PAYLOADS = {"http_body": "http", "http2_data": "http2", "websocket_data": "websocket"}
@@ -168,10 +171,12 @@ class Protocol:
     no_crosscheck: str = ""
     codegen: str | None = None
     push: tuple[PushWay, ...] = ()
+    message_framing: str = ""
     axes: tuple[ClientAxis, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport
+        assert self.message_framing in ("", *MESSAGE_FRAMINGS), self.message_framing
         if self.payload in PAYLOADS:
             assert PAYLOADS[self.payload] == self.transport, f"{self.name}: {self.payload} on {self.transport}"
         else:

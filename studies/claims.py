@@ -299,10 +299,15 @@ def _fernando_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[
     invalid = (f"{len(bad)} of {len(runs)} {test} runs of {name} at {clients:,} clients invalid: "
                + "; ".join(reasons[:2]),) if bad else ()
     unit = "msg/s" if metric == "messages_per_s" else "ms"
+    source = f"{name}, {test}, {clients:,} clients"
+    spread = (runs[0].get("latency_ms") if test == "broadcast" else runs[0].get(metric)) or {}
+    if len(values) == 1 and metric != "messages_per_s" and spread.get("stddev") and (spread.get("count") or 0) > 1:
+        half = Z99 * spread["stddev"] / math.sqrt(spread["count"])
+        return Figure(values[0], values[0] - half, values[0] + half, unit,
+                      f"mean, 99 % normal interval over {spread['count']:,} samples (one run)", invalid, source)
     how = (f"mean of {len(values)} run means; interval: their range" if len(values) > 1
            else "one run (no interval)")
-    return Figure(sum(values) / len(values), min(values), max(values), unit, how, invalid,
-                  f"{name}, {test}, {clients:,} clients")
+    return Figure(sum(values) / len(values), min(values), max(values), unit, how, invalid, source)
 
 
 # --- the push instrument (python -m studies push) ----------------------------------------------

@@ -1,7 +1,9 @@
 // push-client: the lab's load client for the push feeds (contract/push.md),
 // over Server-Sent Events, over WebSocket (contract/ws-protocol.md), as
 // HTTP polling (Pathan's REST client), or over gRPC server streaming
-// (contract/games.proto's Subscribe).
+// (contract/games.proto's Subscribe); and Fernando & Engel's echo and
+// broadcast tests over a WebSocket message protocol (-mode echo, broadcast;
+// -framing ws or socketio: messages.go).
 //
 //   - sse:  N clients each GET /events?feed=synthetic&batch=B&rate=R and read
 //     the stream (HTTP/1.1, one connection each; or -h2: HTTP/2 over
@@ -64,17 +66,23 @@ type sample struct {
 }
 
 type run struct {
-	ctx    context.Context
-	url    string
-	batch  int
-	rate   int
-	client *http.Client
-	conn   *grpc.ClientConn // grpc mode: the one connection every client's stream shares
+	ctx     context.Context
+	url     string
+	batch   int
+	rate    int
+	client  *http.Client
+	conn    *grpc.ClientConn // grpc mode: the one connection every client's stream shares
+	sio     bool             // echo, broadcast: socket.io's framing (messages.go)
+	payload string           // echo: the payload (JSON)
 }
 
 func main() {
 	url := flag.String("url", "", "the service's endpoint, e.g. http://127.0.0.1:8000 (ws mode: ws://127.0.0.1:8000/ws)")
-	mode := flag.String("mode", "sse", "sse, ws, poll or grpc")
+	mode := flag.String("mode", "sse", "sse, ws, poll, grpc, echo or broadcast")
+	framing := flag.String("framing", "ws", "echo, broadcast: ws (the lab's WebSocket protocol) or socketio")
+	payload := flag.String("payload", `{"text":"x"}`, "echo: the payload (JSON)")
+	broadcasts := flag.Int("broadcasts", 10, "broadcast: how many the sender sends")
+	intervalMs := flag.Int("interval-ms", 1000, "broadcast: between them")
 	clients := flag.Int("clients", 10, "concurrent subscriptions (poll: concurrent polling loops)")
 	seconds := flag.Float64("seconds", 10, "the measurement window: how long each client reads after the warm-up")
 	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary)")
@@ -97,9 +105,25 @@ func main() {
 		subscribe = poll
 	case "grpc":
 		subscribe = subscribeGRPC
+	case "echo":
+		subscribe = echoClient
+	case "broadcast":
 	default:
-		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws, poll or grpc")
+		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws, poll, grpc, echo or broadcast")
 		os.Exit(2)
+	}
+	if *framing != "ws" && *framing != "socketio" {
+		fmt.Fprintln(os.Stderr, "push-client: -framing must be ws or socketio")
+		os.Exit(2)
+	}
+	if !json.Valid([]byte(*payload)) {
+		fmt.Fprintln(os.Stderr, "push-client: -payload is not JSON")
+		os.Exit(2)
+	}
+	if *mode == "broadcast" {
+		r := &run{url: *url, sio: *framing == "socketio"}
+		os.Exit(runBroadcast(r, *clients, *broadcasts, time.Duration(*intervalMs)*time.Millisecond,
+			time.Duration(*warmup*float64(time.Second)), *out))
 	}
 	transport := &http.Transport{MaxIdleConnsPerHost: *clients, DisableCompression: true}
 	if *h2 {
@@ -111,7 +135,8 @@ func main() {
 	window := start.Add(time.Duration(*warmup * float64(time.Second))).UnixMicro()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration((*warmup+*seconds)*float64(time.Second)))
 	defer cancel()
-	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport}}
+	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport},
+		sio: *framing == "socketio", payload: *payload}
 	if *mode == "grpc" {
 		conn, err := grpc.NewClient(*url, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
@@ -502,7 +527,7 @@ func write(path string, results [][]sample) error {
 // got at least one message, errors by kind over the whole run (the raw CSV,
 // warm-up included, is the record).
 func summarize(results [][]sample, seconds float64, start, end int64) {
-	var latencies []float64
+	var latencies, connects []float64
 	events := 0.0
 	errors := map[string]int{}
 	receiving := 0
@@ -518,6 +543,8 @@ func summarize(results [][]sample, seconds float64, start, end int64) {
 				}
 			case s.metric == "lab_ops" && inside:
 				events += s.value
+			case s.metric == "lab_connect":
+				connects = append(connects, s.value)
 			case s.metric == "lab_errors":
 				errors[strings.TrimPrefix(s.extra, "kind=")]++
 			}
@@ -551,9 +578,10 @@ func summarize(results [][]sample, seconds float64, start, end int64) {
 		total += n
 	}
 	kinds, _ := json.Marshal(errors)
+	connect, _ := json.Marshal(describe(connects))
 	fmt.Printf("{\"messages\": %d, \"events\": %.0f, \"events_per_s\": %.1f, \"receiving_clients\": %d, "+
 		"\"errors\": %d, \"errors_by_kind\": %s, \"latency_ms\": {\"mean\": %.3f, \"sd\": %.3f, \"p50\": %.3f, "+
-		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d, \"window_end_us\": %d}\n",
+		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d, \"window_end_us\": %d, \"connect_ms\": %s}\n",
 		len(latencies), events, events/seconds, receiving, total, kinds, mean, sd, q(0.5), q(0.95), q(0.99), q(1),
-		start, end)
+		start, end, connect)
 }
