@@ -215,6 +215,13 @@ def process_memory(pid: int) -> list[dict[str, Any]]:
     return out
 
 
+def memory(server_pid: int) -> dict[str, Any]:
+    """The service's resident memory at a run's end: its tree's total (bytes, MB) and each process's."""
+    total = rss_bytes(server_pid)
+    return {"server_rss_bytes": total, "server_rss_mb": round(total / 2**20, 1),
+            "server_processes": process_memory(server_pid)}
+
+
 def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: pinning.Pinning) -> dict[str, Any]:
     way = push_way(r.transport)
     argv = [str(binary), "-url", endpoint, "-mode", way.mode, "-clients", str(r.clients), "-batch", str(r.batch),
@@ -228,7 +235,7 @@ def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: p
             "warmup_s": r.warmup, "wall_s": round(x.wall_s, 2), "client_cpu_percent": x.client_cpu_percent,
             "server_cpu_percent": x.server_cpu_percent, "machine_cpu_percent": x.machine_cpu_percent,
             "machine_cpus": psutil.cpu_count(),
-            "server_rss_bytes": rss_bytes(server_pid), "server_processes": process_memory(server_pid),
+            **memory(server_pid),
             "client_bound": x.client_bound,
             "load_average_1m": round(load_before, 2)}
 
