@@ -341,7 +341,8 @@ def _push_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str,
         half = Z99 * row["latency_ms"]["sd"] / math.sqrt(row["messages"])
         return Figure(v, v - half, v + half, "ms", f"mean, 99 % normal interval over {row['messages']:,} "
                       "messages (one run)", tuple(invalid), source)
-    unit = {"events_per_s": "events/s"}.get(metric, "%" if metric.endswith("cpu_percent") else metric)
+    units = {"events_per_s": "events/s", "server_rss_mb": "MB"}
+    unit = units.get(metric, "%" if metric.endswith("cpu_percent") else metric)
     how = "one run (no interval)" + (", the highest of the rows asked" if cell.get("reduce") == "max" else "")
     return Figure.point(v, unit, how, invalid=tuple(invalid), source=source)
 
