@@ -74,6 +74,9 @@ What a push way says (PushWay):
     label            its "transport_label" there ("SSE, HTTP/1.1")
     short            how the push studies' tables name it ("SSE h1")
     mode, h2         the lab's Go push load client's -mode (sse, ws, poll or grpc) and whether -h2
+    variant          "" (the implementation as it is), or the value of lab/axes.py's variant axes
+                     the way needs its service run with ("h2": HTTP/2 over TLS by ALPN): its rows are
+                     measured on the subject <implementation>+<variant>, the client given its CA
     default          True: one of the ways every push scenario measures (load.push.transports);
                      False: only where a study asks for it by its key (polling: Pathan's)
     capture_label    the push capture rows' "transport" ("HTTP/1.1"), or "" when capture/push.py
@@ -118,6 +121,7 @@ class PushWay:
     short: str
     mode: str
     h2: bool = False
+    variant: str = ""
     default: bool = True
     capture_label: str = ""
     client_options: dict[str, Any] = field(default_factory=dict)

@@ -45,8 +45,9 @@ import psutil
 from clients.protocols import get, push_way, push_ways
 from lab import settings
 from lab.context import run_context
+from lab.environment import client_options
 from lab.host import pinning
-from lab.registry import discover
+from lab.registry import discover, variant
 from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import running_lab
 from load.common import RESULTS, write
@@ -113,14 +114,35 @@ def _protocols() -> dict[str, str]:
     return {i.name: i.protocol for i in discover()}
 
 
+def _protocol(impl: str) -> str:
+    if impl in _protocols():
+        return _protocols()[impl]
+    try:
+        return variant(impl).protocol
+    except ValueError:
+        raise ValueError(f"no implementation {impl!r} (services/<protocol>/<name>/manifest.toml)") from None
+
+
 def transports(impl: str) -> tuple[str, ...]:
     """The push ways every scenario measures on `impl`: its protocol's default ones
-    (a way that is not, polling, only where a study names it)."""
+    (a way that is not, polling, only where a study names it), those its manifest's
+    variants allow (a way on a variant: the service's [variants] must list it)."""
+    protocol = get(_protocol(impl))
+    return tuple(w.key for w in protocol.push if w.default and (not w.variant or supports(impl, w.variant)))
+
+
+def supports(impl: str, value: str) -> bool:
+    """Whether the implementation's manifest lists `value` among its variants."""
     try:
-        protocol = get(_protocols()[impl])
-    except KeyError:
-        raise ValueError(f"no implementation {impl!r} (services/<protocol>/<name>/manifest.toml)") from None
-    return tuple(w.key for w in protocol.push if w.default)
+        return any(value in values for _, values in variant(impl).supported)
+    except ValueError:
+        return False
+
+
+def subject(impl: str, transport: str) -> str:
+    """The subject a way is measured on: the implementation, or its variant the way needs."""
+    way = push_way(transport)
+    return f"{impl}+{way.variant}" if way.variant else impl
 
 
 class Scenario(Protocol):
@@ -222,11 +244,13 @@ def memory(server_pid: int) -> dict[str, Any]:
             "server_processes": process_memory(server_pid)}
 
 
-def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: pinning.Pinning) -> dict[str, Any]:
+def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: pinning.Pinning,
+        ca_file: str | None = None) -> dict[str, Any]:
     way = push_way(r.transport)
     argv = [str(binary), "-url", endpoint, "-mode", way.mode, "-clients", str(r.clients), "-batch", str(r.batch),
             "-rate", str(r.rate), "-seconds", str(r.seconds), "-warmup", str(r.warmup), "-out", str(raw)]
     argv += ["-h2"] if way.h2 else []
+    argv += ["-ca", ca_file] if ca_file else []
     load_before = os.getloadavg()[0]
     x = execute(argv, server_pid, pins, r.warmup)
     return {"scenario": r.scenario, "transport": r.transport, "transport_label": way.label,
@@ -282,9 +306,11 @@ def measure(p: Plan, *, pin: bool = True, keep_raw: Path | None = None) -> Itera
             if pins.enabled:
                 for name in p.runs:
                     pinning.pin_tree(lab.pids[name], pins.services)
+            by_name = {impl.name: impl for impl in lab.implementations}
             for i, (name, r) in enumerate(p.ordered()):
                 path = raw.path(f"{i:03d}-{name.replace('/', '-')}-{r.scenario}-{r.transport}.csv")
-                row = run(binary, lab.endpoints[name], lab.pids[name], r, path, pins)
+                ca = client_options(by_name[name]).get("ca_file") if name in by_name else None
+                row = run(binary, lab.endpoints[name], lab.pids[name], r, path, pins, ca)
                 if keep_raw is not None:
                     row["raw"] = str(path)
                 raw.discard(path)

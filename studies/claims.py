@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clients.protocols import push_ways
 from lab import results as lab_results
 from lab import settings
 from lab.page import Bullets, Heading, Page, Para, Table
@@ -316,13 +317,21 @@ def _push_command(cell: dict[str, Any]) -> str:
     return f"python -m studies push --scenario {cell['scenario'].split('-')[0]}"
 
 
+def _push_base(row: dict[str, Any]) -> str:
+    """The implementation a push row measured: a way that needs a variant of it (SSE over HTTP/2
+    over TLS: its http=h2 subject) is that implementation's way, not another subject."""
+    way = push_ways().get(row["transport"])
+    name = row["implementation"]
+    return name.removesuffix(f"+{way.variant}") if way is not None and way.variant else name
+
+
 def _push_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str, Any]) -> Figure:
     metric, command = cell["metric"], _push_command(cell)
     clients = cell["clients"] if isinstance(cell["clients"], list) else [cell["clients"]]
     rows = [r for r in data.get("rows", []) if r["scenario"] == cell["scenario"] and r["clients"] in clients
             and r["batch"] == cell.get("batch", r["batch"])
             and r["transport"] == selector.get("transport", r["transport"])
-            and resolve(selector, [r["implementation"]], data["context"])]
+            and resolve(selector, [_push_base(r)], data["context"])]
 
     def value(r: dict[str, Any]) -> float | None:
         head, _, tail = metric.partition(".")

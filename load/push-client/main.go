@@ -36,6 +36,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/csv"
 	"encoding/json"
 	"flag"
@@ -72,6 +74,7 @@ type run struct {
 	rate    int
 	client  *http.Client
 	conn    *grpc.ClientConn // grpc mode: the one connection every client's stream shares
+	h2      bool             // sse: every stream must come in HTTP/2
 	sio     bool             // echo, broadcast: socket.io's framing (messages.go)
 	payload string           // echo: the payload (JSON)
 }
@@ -88,7 +91,9 @@ func main() {
 	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary)")
 	batch := flag.Int("batch", 1, "events per message")
 	rate := flag.Int("rate", 1000, "messages per second per subscription (0: unpaced)")
-	h2 := flag.Bool("h2", false, "sse: HTTP/2 over cleartext (h2c) on one connection shared by all clients")
+	h2 := flag.Bool("h2", false, "sse: HTTP/2 on one connection shared by all clients: over cleartext (h2c), or "+
+		"over TLS chosen by ALPN (h2) with an https:// url")
+	ca := flag.String("ca", "", "a PEM CA file: TLS (https://, wss://) verified against it")
 	out := flag.String("out", "samples.csv", "raw samples (CSV)")
 	flag.Parse()
 	if *url == "" {
@@ -126,9 +131,23 @@ func main() {
 			time.Duration(*warmup*float64(time.Second)), *out))
 	}
 	transport := &http.Transport{MaxIdleConnsPerHost: *clients, DisableCompression: true}
+	if *ca != "" {
+		pem, err := os.ReadFile(*ca)
+		roots := x509.NewCertPool()
+		if err != nil || !roots.AppendCertsFromPEM(pem) {
+			fmt.Fprintln(os.Stderr, "push-client: -ca: no certificate read from", *ca, err)
+			os.Exit(2)
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		websocketTLS = transport.TLSClientConfig
+	}
 	if *h2 {
 		protocols := new(http.Protocols)
-		protocols.SetUnencryptedHTTP2(true)
+		if strings.HasPrefix(*url, "https://") {
+			protocols.SetHTTP2(true) // by ALPN; HTTP/1.1 not offered: an answer in it is an error
+		} else {
+			protocols.SetUnencryptedHTTP2(true)
+		}
 		transport.Protocols = protocols
 	}
 	start := time.Now()
@@ -136,7 +155,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration((*warmup+*seconds)*float64(time.Second)))
 	defer cancel()
 	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport},
-		sio: *framing == "socketio", payload: *payload}
+		sio: *framing == "socketio", payload: *payload, h2: *h2}
 	if *mode == "grpc" {
 		conn, err := grpc.NewClient(*url, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
@@ -174,6 +193,9 @@ func received(got []sample) []sample {
 	}
 	return append(got, sample{"lab_errors", time.Now().UnixMicro(), 1, "kind=no_message"})
 }
+
+// websocketTLS: the -ca's configuration for wss:// (nil: the system's roots).
+var websocketTLS *tls.Config
 
 var reported sync.Map // error kinds already written to stderr
 
@@ -229,6 +251,9 @@ func subscribeSSE(r *run) []sample {
 	if response.StatusCode != 200 {
 		return failure(r.ctx, got, "status_"+strconv.Itoa(response.StatusCode))
 	}
+	if r.h2 && response.ProtoMajor != 2 {
+		return failure(r.ctx, got, "not_http2", fmt.Errorf("answered in %s", response.Proto))
+	}
 	reader := bufio.NewReaderSize(response.Body, 1<<16) // longer lines: readLine reads on
 	for {
 		line, err := readLine(reader)
@@ -262,7 +287,8 @@ func readLine(reader *bufio.Reader) ([]byte, error) {
 func subscribeWS(r *run) []sample {
 	var got []sample
 	start := time.Now()
-	dialer := websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 1 << 16}
+	dialer := websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 1 << 16,
+		TLSClientConfig: websocketTLS}
 	conn, response, err := dialer.DialContext(r.ctx, r.url, nil)
 	if err != nil {
 		if response != nil {

@@ -1,5 +1,5 @@
 """Timeplus beside the lab (python -m studies push --scenario timeplus): its
-tests I and II, events/s with client and server CPU, SSE (HTTP/1.1 and h2c)
+tests I and II, events/s with client and server CPU, SSE (HTTP/1.1, h2 over TLS and h2c)
 beside WebSocket push, and the figures its text gives beside the lab's best.
 
 Reads only results/load/push-latest.json (its "studies" member holds the
@@ -65,8 +65,9 @@ def section(page: Page, inputs: Any) -> list[str]:
                    "The only figures Timeplus gives as numbers; its charts' other points are not in the text.",
                    "push-timeplus-beside"),
              Bullets([f"Timeplus: {study.get('setup', '')}. The lab: a Go client (no EventSource, no JavaScript "
-                      "parsing, no rendering: it finds each message's timestamp and counts its events), cleartext "
-                      "h2c instead of HTTP/2 over TLS, loopback, a 2-core machine shared with other work. Timeplus's "
+                      "parsing, no rendering: it finds each message's timestamp and counts its events); SSE over "
+                      "HTTP/2 over TLS 1.3 (h2, Timeplus's; the service's h2 variant, the lab's CA), beside it "
+                      "cleartext h2c and HTTP/1.1; loopback, a 2-core machine shared with other work. Timeplus's "
                       "limit was its tab's CPU; the lab's is whichever of server and client runs out of CPU first: "
                       "the CPU columns say which. Events/s below the offered rate mean the server fell behind; where "
                       "that happened and neither is near 100 % of its CPU, neither limited the run alone: the share "
@@ -83,7 +84,7 @@ def section(page: Page, inputs: Any) -> list[str]:
 
 def _figure(series: dict[tuple[str, str], list[dict[str, Any]]], key: str, study: dict[str, Any]) -> str:
     fig, ax = plt.subplots(figsize=(8.5, 4.4))
-    styles = {"sse-h1": "-", "sse-h2c": ":", "ws": "--", "grpc": "-."}
+    styles: dict[str, Any] = {"sse-h1": "-", "sse-h2c": ":", "sse-h2": (0, (5, 1)), "ws": "--", "grpc": "-."}
     languages: dict[str, int] = {}
     for (impl, transport), runs in series.items():
         language = impl.split("/")[1].split("_")[0]
