@@ -258,21 +258,67 @@ def _feathers_why(row: dict[str, Any]) -> list[str]:
 def _feathers_command(cell: dict[str, Any]) -> str:
     calls = cell.get("calls")
     calls = calls if isinstance(calls, list) else [calls] if calls else []
-    return "python -m studies feathers" + (f" --calls {' '.join(map(str, calls))}" if calls else "")
+    return ("python -m studies feathers" + (f" --calls {' '.join(map(str, calls))}" if calls else "")
+            + (f" --path {cell['path']}" if cell.get("path") else ""))
+
+
+def _at_path(names: list[str], cell: dict[str, Any]) -> dict[str, str]:
+    """{implementation: its subject name} of the subjects measured on the cell's network path
+    (loopback: no suffix; another: "<implementation>@<path>")."""
+    path = cell.get("path") or "loopback"
+    if path == "loopback":
+        return {n: n for n in names if "@" not in n}
+    return {n.removesuffix(f"@{path}"): n for n in names if n.endswith(f"@{path}")}
 
 
 def _feathers_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str, Any]) -> Figure:
     metric, command = cell["metric"], _feathers_command(cell)
-    name = _one(selector, list(data.get("results", {})), data["context"], "the Feathers run", command)
+    where = "the Feathers run" + (f" on {cell['path']}" if cell.get("path") else "")
+    if metric in ("per_call_bytes", "setup_bytes"):
+        split = _at_path(list(data.get("bytes_split", {})), cell)
+        name = _one(selector, list(split), data["context"], f"{where}'s bytes split (every call count)", command)
+        fit = data["bytes_split"][split[name]]
+        rows = data.get("results", {}).get(split[name], [])
+        bad = [r for r in rows if not r.get("valid", True)]
+        invalid = tuple(f"{name} at {r['calls_per_connection']:,} calls: " + "; ".join(_feathers_why(r))
+                        for r in bad)
+        return Figure.point(fit[metric], "bytes", f"least squares over {len(fit['points'])} call counts "
+                            "(bytes per connection on calls per connection; no interval)", invalid=invalid,
+                            source=f"{split[name]}, {metric.replace('_', ' ')}")
+    subjects = _at_path(list(data.get("results", {})), cell)
+    name = _one(selector, list(subjects), data["context"], where, command)
     calls = cell["calls"] if isinstance(cell["calls"], list) else [cell["calls"]]
-    found = [(v, row, f"{name} at {row['calls_per_connection']:,} calls") for row in data["results"][name]
+    found = [(v, row, f"{subjects[name]} at {row['calls_per_connection']:,} calls")
+             for row in data["results"][subjects[name]]
              if row["calls_per_connection"] in calls and (v := _feathers_value(row, metric)) is not None]
-    value, row, source = _reduce(cell, found, f"the Feathers run has no {metric} of {name} at "
+    value, row, source = _reduce(cell, found, f"the Feathers run has no {metric} of {subjects[name]} at "
                                  f"{'/'.join(f'{c:,}' for c in calls)} calls per connection", command)
     invalid = () if row.get("valid", True) else (f"{source}: " + "; ".join(_feathers_why(row)),)
     unit = {"requests_per_s": "requests/s", "bytes_per_call": "bytes", "connect_ms": "ms"}.get(metric, metric)
     how = "one run (no interval)" + (", the highest of the calls asked" if cell.get("reduce") == "max" else "")
     return Figure.point(value, unit, how, invalid=invalid, source=source)
+
+
+# --- a new connection's setup across a network path (benchmarks/connection_setup.py) ----------
+
+def _setup_command(cell: dict[str, Any]) -> str:
+    return f"python -m benchmarks.connection_setup --paths {cell['path']}"
+
+
+def _setup_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str, Any]) -> Figure:
+    command = _setup_command(cell)
+    paths = [p for p in data.get("paths", []) if p["path"] == cell["path"]]
+    if not paths:
+        raise NotMeasured(f"the connection-setup run has no path {cell['path']}: run `{command}`")
+    path = paths[-1]
+    name = _one(selector, list(path["subjects"]), data["context"], f"the connection-setup run on {cell['path']}",
+                command)
+    figure = path["subjects"][name][cell["metric"]]
+    low, high = figure["ci95_ms"]
+    rtt = path.get("rtt_ms")
+    how = (f"median of {figure['n']} rounds' {'new − kept call' if cell['metric'] == 'setup' else cell['metric']}, "
+           f"its 95 % CI; path {cell['path']}" + (f" (measured round trip {rtt:.1f} ms)" if rtt else ""))
+    return Figure(figure["median_ms"], low, high, "ms", how, (), f"{name} on {cell['path']}")
 
 
 def _fernando_value(test: str, row: dict[str, Any], metric: str) -> float | None:
@@ -362,6 +408,8 @@ INSTRUMENTS: dict[str, Instrument] = {i.name: i for i in (
     Instrument("feathers", "feathers", lambda c: ["load/feathers-latest.json"], _feathers_command, _feathers_figure),
     Instrument("fernando", "fernando", lambda c: ["load/fernando-latest.json"], _fernando_command, _fernando_figure),
     Instrument("push", "push", lambda c: ["load/push-latest.json"], _push_command, _push_figure),
+    Instrument("setup", "connection-setup", lambda c: ["setup/connection-setup-latest.json"], _setup_command,
+               _setup_figure),
 )}
 
 
