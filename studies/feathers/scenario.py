@@ -51,7 +51,10 @@ def parser() -> argparse.ArgumentParser:
     p = load_parser()
     p.prog = f"python -m studies {STUDY.name}"
     p.add_argument("--calls", nargs="*", type=int,
-                   help=f"calls per connection (default {' '.join(map(str, CALLS))}; the study: up to 2000)")
+                   help=f"calls per connection (default {' '.join(map(str, CALLS))}; the study's)")
+    p.add_argument("--setup-rounds", type=int, default=0, metavar="N",
+                   help="then time a new connection's setup apart from a kept one's call, N rounds on each "
+                        "--path but loopback (benchmarks/connection_setup.py; 0, the default: not)")
     return p
 
 
@@ -93,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
     path = write(args.out or STUDY.name, {"context": context, "results": results, "bytes_split": split},
                  kind=STUDY.name)
     print(f"results: {path}")
+    shaped = [p.name for p in paths if p.veth]
+    if args.setup_rounds and shaped:
+        from benchmarks import connection_setup
+        return connection_setup.main(["--paths", ",".join(shaped), "--impl", *names,
+                                      "--rounds", str(args.setup_rounds)])
     return 0
 
 
