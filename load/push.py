@@ -215,10 +215,13 @@ def execute(argv: list[str], server_pid: int, pins: pinning.Pinning, warmup: flo
 def busy_percent(before: Any, after: Any) -> float:
     """The whole machine's busy share between two psutil.cpu_times() (100 % = every CPU busy):
     what a machine-wide monitor (Pathan's systeminformation currentLoad) reports."""
-    idle = ("idle", "iowait")
-    total = sum(after) - sum(before)
-    spare = sum(getattr(after, k, 0) - getattr(before, k, 0) for k in idle)
-    return 100 * (total - spare) / total if total > 0 else 0.0
+    def total(t: Any) -> float:  # as psutil.cpu_percent counts: guest time is already in user and nice
+        return sum(t) - getattr(t, "guest", 0) - getattr(t, "guest_nice", 0)
+
+    def spare(t: Any) -> float:
+        return getattr(t, "idle", 0) + getattr(t, "iowait", 0)
+    span = total(after) - total(before)
+    return max(0.0, min(100.0, 100 * (span - (spare(after) - spare(before))) / span)) if span > 0 else 0.0
 
 
 def process_memory(pid: int) -> list[dict[str, Any]]:

@@ -66,3 +66,13 @@ def test_the_wrong_framing_is_an_invalid_run_not_a_fast_one(impl, lab):
     assert row["rtt_ms"]["count"] == 0 and row["messages_per_s"] == 0
     assert row["errors"].get("connect") == 3
     assert any("never connected" in r for r in row["invalid_reasons"])
+
+
+def test_the_machines_busy_share_counts_every_cpu_and_leaves_guest_time_out():
+    from collections import namedtuple
+    times = namedtuple("times", "user nice system idle iowait irq softirq steal guest guest_nice")
+    before = times(100, 0, 50, 800, 50, 0, 0, 0, 0, 0)
+    # 200 s of CPU time pass: 60 user (20 of it a guest's, already in user), 20 system, 110 idle, 10 iowait
+    after = times(160, 0, 70, 910, 60, 0, 0, 0, 20, 0)
+    assert push.busy_percent(before, after) == pytest.approx(100 * 80 / 200)
+    assert push.busy_percent(before, before) == 0.0
