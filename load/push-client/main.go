@@ -88,7 +88,8 @@ func main() {
 	intervalMs := flag.Int("interval-ms", 1000, "broadcast: between them")
 	clients := flag.Int("clients", 10, "concurrent subscriptions (poll: concurrent polling loops)")
 	seconds := flag.Float64("seconds", 10, "the measurement window: how long each client reads after the warm-up")
-	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary)")
+	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary); "+
+		"broadcast: the time allowed for every receiver to connect (0: 30 s)")
 	batch := flag.Int("batch", 1, "events per message")
 	rate := flag.Int("rate", 1000, "messages per second per subscription (0: unpaced)")
 	h2 := flag.Bool("h2", false, "sse: HTTP/2 on one connection shared by all clients: over cleartext (h2c), or "+

@@ -315,6 +315,9 @@ func describe(values []float64) stats {
 // runBroadcast is the broadcast mode: receivers, one sender, and the summary line.
 func runBroadcast(r *run, receivers, broadcasts int, interval time.Duration, connectAllowance time.Duration,
 	out string) int {
+	if connectAllowance <= 0 {
+		connectAllowance = 30 * time.Second // -warmup not given: the receivers' time to connect
+	}
 	// a deadline well past the run's end: an error before it is counted (failure), one after cancel is not
 	limit := connectAllowance + time.Duration(broadcasts+2)*interval + time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
