@@ -1,4 +1,4 @@
-"""Fernando & Engel's echo and broadcast tests on the lab's Go load client
+"""The echo and broadcast tests (a WebSocket library comparison's) on the lab's Go load client
 (load/push-client -mode echo | broadcast), so that the receivers and echo
 clients are one compiled process with a goroutine each, not greenlets in one
 Python process: its own CPU is measured beside the limit that makes a run
@@ -54,7 +54,7 @@ def _limit(x: push.Executed) -> float:
 
 def echo(endpoint: str, protocol: str, server_pid: int, clients: int, warmup: float, seconds: float,
          pins: pinning.Pinning, payload: Any) -> dict[str, Any]:
-    """One echo run: the row the Fernando & Engel scenario keeps (ms, messages/s, CPU %)."""
+    """One echo run: the row a study's scenario keeps (ms, messages/s, CPU %)."""
     with tempfile.TemporaryDirectory(prefix="echo-raw-") as tmp:
         argv = [str(push.push_client()), "-url", endpoint, "-mode", "echo", "-framing", framing(protocol),
                 "-clients", str(clients), "-seconds", str(seconds), "-warmup", str(warmup),

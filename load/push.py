@@ -214,7 +214,7 @@ def execute(argv: list[str], server_pid: int, pins: pinning.Pinning, warmup: flo
 
 def busy_percent(before: Any, after: Any) -> float:
     """The whole machine's busy share between two psutil.cpu_times() (100 % = every CPU busy):
-    what a machine-wide monitor (Pathan's systeminformation currentLoad) reports."""
+    what a machine-wide monitor (a Node.js systeminformation currentLoad) reports."""
     def total(t: Any) -> float:  # as psutil.cpu_percent counts: guest time is already in user and nice
         return sum(t) - getattr(t, "guest", 0) - getattr(t, "guest_nice", 0)
 
