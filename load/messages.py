@@ -7,8 +7,9 @@ invalid (CLIENT_BOUND of its CPUs, as the push instrument's).
 The framing (the lab's WebSocket protocol or socket.io's) is the protocol
 descriptor's `message_framing` (clients/protocols.py).
 
-- echo: `clients` connections, each a closed loop (send, wait for the echo,
-  send again) after a warm-up in which they all connect; the figures are over
+- echo: `clients` connections; once every one has connected (or its time to
+  connect has passed), each a closed loop (send, wait for the echo, send
+  again) for a warm-up and the window; the figures are over
   the window: round trips (ms: mean, sd, percentiles), messages/s, each
   connection's time to ready (ms), the client's, the service's and the
   machine's CPU.
@@ -40,6 +41,11 @@ INTERVAL_MS = 1000
 CONNECT_S_PER_CLIENT = 0.02   # the time allowed for every receiver to connect, 10 s at least
 
 
+def connect_allowance(clients: int) -> float:
+    """The time each client has to connect (s): 10 s, or CONNECT_S_PER_CLIENT each beyond 500."""
+    return max(10.0, CONNECT_S_PER_CLIENT * clients)
+
+
 def framing(protocol: str) -> str:
     f = get(protocol).message_framing
     if not f:
@@ -58,9 +64,10 @@ def echo(endpoint: str, protocol: str, server_pid: int, clients: int, warmup: fl
     with tempfile.TemporaryDirectory(prefix="echo-raw-") as tmp:
         argv = [str(push.push_client()), "-url", endpoint, "-mode", "echo", "-framing", framing(protocol),
                 "-clients", str(clients), "-seconds", str(seconds), "-warmup", str(warmup),
+                "-connect-seconds", str(connect_allowance(clients)),
                 "-payload", json.dumps(payload, separators=(",", ":")), "-out", str(Path(tmp) / "raw.csv")]
         load = os.getloadavg()[0]
-        x = push.execute(argv, server_pid, pins, warmup)
+        x = push.execute(argv, server_pid, pins, signalled=True)
     s = x.summary
     lat, con = s["latency_ms"], s["connect_ms"]
     reasons = []
@@ -90,7 +97,7 @@ def broadcast(endpoint: str, protocol: str, server_pid: int, receivers: int, pin
               broadcasts: int = BROADCASTS, interval_ms: int = INTERVAL_MS) -> dict[str, Any]:
     """One broadcast run: latency (ms: count, mean, median, σ, min, max), connection time, lost
     receipts, per broadcast its delivery and the receivers' CPU."""
-    allowance = max(10.0, CONNECT_S_PER_CLIENT * receivers)
+    allowance = connect_allowance(receivers)
     with tempfile.TemporaryDirectory(prefix="broadcast-raw-") as tmp:
         argv = [str(push.push_client()), "-url", endpoint, "-mode", "broadcast", "-framing", framing(protocol),
                 "-clients", str(receivers), "-broadcasts", str(broadcasts), "-interval-ms", str(interval_ms),

@@ -178,16 +178,21 @@ class Executed:
         return self.client_cpu_percent >= 100 * CLIENT_BOUND * self.client_cores
 
 
-def execute(argv: list[str], server_pid: int, pins: pinning.Pinning, warmup: float = 0.0) -> Executed:
+def execute(argv: list[str], server_pid: int, pins: pinning.Pinning, warmup: float = 0.0,
+            signalled: bool = False) -> Executed:
     """Runs the push client (argv) on the generator's CPUs; CPU is counted from `warmup`
-    seconds after its start to its exit: its own (wait4), the server's process tree
-    (lab.resources) and the whole machine's (psutil.cpu_times_percent)."""
+    seconds after its start (`signalled`: from the line "window" on its stdout, which the
+    echo mode prints as its window opens) to its exit: its own (wait4), the server's process
+    tree (lab.resources) and the whole machine's (psutil.cpu_times)."""
     generator = set(pins.generator) if pins.enabled else None
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=(lambda: os.sched_setaffinity(0, generator)) if generator else None)
     try:
         # CPU over the window: the client's and the server's from the warm-up's end
-        time.sleep(warmup)
+        if signalled:
+            process.stdout.readline()  # type: ignore[union-attr]  # "window" (or "" if it ended first)
+        else:
+            time.sleep(warmup)
         started = time.monotonic()
         server_before, client_before = cpu_seconds(server_pid), cpu_seconds(process.pid)
         machine_before = psutil.cpu_times()

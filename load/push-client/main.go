@@ -86,6 +86,8 @@ func main() {
 	payload := flag.String("payload", `{"text":"x"}`, "echo: the payload (JSON)")
 	broadcasts := flag.Int("broadcasts", 10, "broadcast: how many the sender sends")
 	intervalMs := flag.Int("interval-ms", 1000, "broadcast: between them")
+	connectSeconds := flag.Float64("connect-seconds", 30, "echo: the time each client has to connect, before "+
+		"the warm-up (which starts once every client has connected or given up)")
 	clients := flag.Int("clients", 10, "concurrent subscriptions (poll: concurrent polling loops)")
 	seconds := flag.Float64("seconds", 10, "the measurement window: how long each client reads after the warm-up")
 	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary); "+
@@ -111,9 +113,7 @@ func main() {
 		subscribe = poll
 	case "grpc":
 		subscribe = subscribeGRPC
-	case "echo":
-		subscribe = echoClient
-	case "broadcast":
+	case "echo", "broadcast":
 	default:
 		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws, poll, grpc, echo or broadcast")
 		os.Exit(2)
@@ -126,11 +126,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "push-client: -payload is not JSON")
 		os.Exit(2)
 	}
-	if *mode == "broadcast" {
-		r := &run{url: *url, sio: *framing == "socketio"}
-		os.Exit(runBroadcast(r, *clients, *broadcasts, time.Duration(*intervalMs)*time.Millisecond,
-			time.Duration(*warmup*float64(time.Second)), *out))
-	}
 	transport := &http.Transport{MaxIdleConnsPerHost: *clients, DisableCompression: true}
 	if *ca != "" {
 		pem, err := os.ReadFile(*ca)
@@ -141,6 +136,16 @@ func main() {
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		websocketTLS = transport.TLSClientConfig
+	}
+	if *mode == "echo" {
+		r := &run{url: *url, sio: *framing == "socketio", payload: *payload}
+		os.Exit(runEcho(r, *clients, time.Duration(*connectSeconds*float64(time.Second)),
+			time.Duration(*warmup*float64(time.Second)), *seconds, *out))
+	}
+	if *mode == "broadcast" {
+		r := &run{url: *url, sio: *framing == "socketio"}
+		os.Exit(runBroadcast(r, *clients, *broadcasts, time.Duration(*intervalMs)*time.Millisecond,
+			time.Duration(*warmup*float64(time.Second)), *out))
 	}
 	if *h2 {
 		protocols := new(http.Protocols)

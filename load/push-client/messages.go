@@ -14,9 +14,11 @@
 //
 // echo: every client connects (lab_connect: from dialling to the first moment
 // it may send: the WebSocket handshake, and for socket.io the namespace's
-// answer), then sends {"op": "echo", "params": {"payload": P}} and waits for
-// its reply, again and again (a closed loop, one message outstanding):
-// lab_latency is each round trip (ms), lab_ops one per reply.
+// answer; each within -connect-seconds), and once all have, each sends
+// {"op": "echo", "params": {"payload": P}} and waits for its reply, again and
+// again (a closed loop, one message outstanding) for -warmup then -seconds:
+// lab_latency is each round trip (ms), lab_ops one per reply. The line
+// "window" goes to stdout as the window opens.
 //
 // broadcast: -clients receivers connect; once every one has (or -warmup
 // seconds have passed) one more client, the sender, sends -broadcasts
@@ -218,18 +220,66 @@ func (m *msgConn) await(id int, push func([]byte, time.Time)) (*reply, error) {
 	}
 }
 
-func echoClient(r *run) []sample {
-	var got []sample
-	start := time.Now()
-	m, err := dialMessaging(r.ctx, r.url, r.sio)
-	if err != nil {
-		return failure(r.ctx, got, "connect", err)
+// runEcho is the echo mode: every client connects first (each within connectAllowance), then all
+// echo for warmup + seconds; "window" goes to stdout when the window opens (the caller's CPU
+// accounts start there), the summary line at the end.
+func runEcho(r *run, clients int, connectAllowance, warmup time.Duration, seconds float64, out string) int {
+	if connectAllowance <= 0 {
+		connectAllowance = 30 * time.Second
 	}
+	conns := make([]*msgConn, clients)
+	results := make([][]sample, clients)
+	connecting, stopConnecting := context.WithTimeout(context.Background(), connectAllowance+time.Minute)
+	defer stopConnecting()
+	var wg sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			start := time.Now()
+			dialCtx, stop := context.WithTimeout(connecting, connectAllowance)
+			m, err := dialMessaging(dialCtx, r.url, r.sio)
+			stop()
+			if err != nil {
+				results[i] = failure(connecting, nil, "connect", err)
+				return
+			}
+			now := time.Now()
+			results[i] = append(results[i], sample{"lab_connect", now.UnixMicro(), ms(now.Sub(start)), ""})
+			conns[i] = m
+		}(i)
+	}
+	wg.Wait() // every client connected or gave up: the echoes start together
+	ctx, cancel := context.WithTimeout(context.Background(), warmup+time.Duration(seconds*float64(time.Second)))
+	defer cancel()
+	r.ctx = ctx
+	window := time.Now().Add(warmup)
+	for i, m := range conns {
+		if m == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, m *msgConn) {
+			defer wg.Done()
+			results[i] = received(echoLoop(r, m, results[i]))
+		}(i, m)
+	}
+	time.Sleep(time.Until(window))
+	fmt.Println("window") // before the summary line, whatever the clients did
+	wg.Wait()
+	if err := write(out, results); err != nil {
+		fmt.Fprintln(os.Stderr, "push-client:", err)
+		return 1
+	}
+	summarize(results, seconds, window.UnixMicro(), window.UnixMicro()+int64(seconds*1e6))
+	return 0
+}
+
+// echoLoop: one connected client's closed loop until the run's end.
+func echoLoop(r *run, m *msgConn, got []sample) []sample {
 	defer m.close()
 	stop := context.AfterFunc(r.ctx, func() { m.close() })
 	defer stop()
-	now := time.Now()
-	got = append(got, sample{"lab_connect", now.UnixMicro(), ms(now.Sub(start)), ""})
 	params := fmt.Appendf(nil, `{"payload":%s}`, r.payload)
 	for r.ctx.Err() == nil {
 		sent := time.Now()

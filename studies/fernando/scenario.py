@@ -134,11 +134,9 @@ def _go_run(lab: Any, impl: Any, test: str, clients: int, s: runner.Settings, ar
     endpoint, pid = lab.endpoints[impl.name], lab.pids[impl.name]
     if test == "broadcast":
         return messages.broadcast(endpoint, impl.protocol, pid, clients, pins, args.broadcasts)
-    warmup = max(s.warmup_s, 1.0, ECHO_CONNECT_S_PER_CLIENT * clients)  # every client connected before the window
-    return messages.echo(endpoint, impl.protocol, pid, clients, warmup, s.steady_s, pins, workload.ECHO_PAYLOAD)
-
-
-ECHO_CONNECT_S_PER_CLIENT = 0.005   # the echo warm-up: 5 s at 1,000 clients (connecting took < 2 s here)
+    # every client connects first (the Go client waits for them all), then the warm-up, then the window
+    return messages.echo(endpoint, impl.protocol, pid, clients, max(s.warmup_s, 1.0), s.steady_s, pins,
+                         workload.ECHO_PAYLOAD)
 
 
 def _echo_run(lab: Any, impl: Any, s: runner.Settings, clients: int, allowance: dict[str, float]
