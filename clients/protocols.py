@@ -53,6 +53,8 @@ What a descriptor says:
     push             the ways it carries a push feed (contract/push.md), each a PushWay below: what
                      the push load instrument (load/push.py), the push capture (capture/push.py) and
                      the report's push section know of it; () when it has no push feed
+    message_framing  the lab's Go push load client's -framing (MESSAGE_FRAMINGS) for its echo and
+                     broadcast (load/messages.py: Fernando & Engel's tests), or "" where it has none
     axes             variant axes of its own, each a ClientAxis below (lab/axes.py adds them to its one
                      table): ways its one server may be spoken to that change only the lab's client
                      (Connect's wire protocol and codec); a subject varied along one is served by the
@@ -72,6 +74,9 @@ What a push way says (PushWay):
     label            its "transport_label" there ("SSE, HTTP/1.1")
     short            how the push studies' tables name it ("SSE h1")
     mode, h2         the lab's Go push load client's -mode (sse, ws, poll or grpc) and whether -h2
+    variant          "" (the implementation as it is), or the value of lab/axes.py's variant axes
+                     the way needs its service run with ("h2": HTTP/2 over TLS by ALPN): its rows are
+                     measured on the subject <implementation>+<variant>, the client given its CA
     default          True: one of the ways every push scenario measures (load.push.transports);
                      False: only where a study asks for it by its key (polling: Pathan's)
     capture_label    the push capture rows' "transport" ("HTTP/1.1"), or "" when capture/push.py
@@ -92,6 +97,7 @@ from typing import Any
 
 TRANSPORTS = ("http", "http2", "websocket")
 PUSH_MODES = ("sse", "ws", "poll", "grpc")  # the Go push load client's (load/push-client -mode)
+MESSAGE_FRAMINGS = ("ws", "socketio")       # its -framing of the echo and broadcast modes
 # The payloads capture counts from a transport's own framing, and the transport each belongs to;
 # any other `payload` is a tshark field of message lengths.
 PAYLOADS = {"http_body": "http", "http2_data": "http2", "websocket_data": "websocket"}
@@ -115,6 +121,7 @@ class PushWay:
     short: str
     mode: str
     h2: bool = False
+    variant: str = ""
     default: bool = True
     capture_label: str = ""
     client_options: dict[str, Any] = field(default_factory=dict)
@@ -168,10 +175,12 @@ class Protocol:
     no_crosscheck: str = ""
     codegen: str | None = None
     push: tuple[PushWay, ...] = ()
+    message_framing: str = ""
     axes: tuple[ClientAxis, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.transport in TRANSPORTS, self.transport
+        assert self.message_framing in ("", *MESSAGE_FRAMINGS), self.message_framing
         if self.payload in PAYLOADS:
             assert PAYLOADS[self.payload] == self.transport, f"{self.name}: {self.payload} on {self.transport}"
         else:

@@ -16,7 +16,10 @@ not answered by the run's end is one) over the whole run.
 
 Client and server CPU over the window: the client's from the kernel's
 account of the exited process (wait4) less its CPU at the window's start, the
-server's process tree from lab.resources (100 % = one core); services and client on
+server's process tree from lab.resources (100 % = one core), and the whole
+machine's busy share (psutil; 100 % = every CPU, what a machine-wide monitor
+reports); the service's resident memory per process at the run's end
+(server_processes); services and client on
 disjoint CPUs (lab/host/pinning.py) unless --no-pin. Raw samples (the load
 instrument's CSV format) are kept with --keep-raw in results/load/push-raw/.
 """
@@ -37,11 +40,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
+
 from clients.protocols import get, push_way, push_ways
 from lab import settings
 from lab.context import run_context
+from lab.environment import client_options
 from lab.host import pinning
-from lab.registry import discover
+from lab.registry import discover, variant
 from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import running_lab
 from load.common import RESULTS, write
@@ -108,14 +114,35 @@ def _protocols() -> dict[str, str]:
     return {i.name: i.protocol for i in discover()}
 
 
+def _protocol(impl: str) -> str:
+    if impl in _protocols():
+        return _protocols()[impl]
+    try:
+        return variant(impl).protocol
+    except ValueError:
+        raise ValueError(f"no implementation {impl!r} (services/<protocol>/<name>/manifest.toml)") from None
+
+
 def transports(impl: str) -> tuple[str, ...]:
     """The push ways every scenario measures on `impl`: its protocol's default ones
-    (a way that is not, polling, only where a study names it)."""
+    (a way that is not, polling, only where a study names it), those its manifest's
+    variants allow (a way on a variant: the service's [variants] must list it)."""
+    protocol = get(_protocol(impl))
+    return tuple(w.key for w in protocol.push if w.default and (not w.variant or supports(impl, w.variant)))
+
+
+def supports(impl: str, value: str) -> bool:
+    """Whether the implementation's manifest lists `value` among its variants."""
     try:
-        protocol = get(_protocols()[impl])
-    except KeyError:
-        raise ValueError(f"no implementation {impl!r} (services/<protocol>/<name>/manifest.toml)") from None
-    return tuple(w.key for w in protocol.push if w.default)
+        return any(value in values for _, values in variant(impl).supported)
+    except ValueError:
+        return False
+
+
+def subject(impl: str, transport: str) -> str:
+    """The subject a way is measured on: the implementation, or its variant the way needs."""
+    way = push_way(transport)
+    return f"{impl}+{way.variant}" if way.variant else impl
 
 
 class Scenario(Protocol):
@@ -134,20 +161,41 @@ def plan(scenarios: dict[str, Scenario], chosen: str, quick: bool, names: list[s
     return p
 
 
-def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: pinning.Pinning) -> dict[str, Any]:
-    way = push_way(r.transport)
-    argv = [str(binary), "-url", endpoint, "-mode", way.mode, "-clients", str(r.clients), "-batch", str(r.batch),
-            "-rate", str(r.rate), "-seconds", str(r.seconds), "-warmup", str(r.warmup), "-out", str(raw)]
-    argv += ["-h2"] if way.h2 else []
+@dataclass
+class Executed:
+    """One run of the push client: its summary line, the first lines of its stderr, and CPU
+    over the window (100 % = one core)."""
+    summary: dict[str, Any]
+    causes: list[str]
+    wall_s: float
+    client_cpu_percent: float
+    server_cpu_percent: float
+    client_cores: int
+    machine_cpu_percent: float = 0.0   # the whole machine's busy share over the window (100 % = every CPU)
+
+    @property
+    def client_bound(self) -> bool:
+        return self.client_cpu_percent >= 100 * CLIENT_BOUND * self.client_cores
+
+
+def execute(argv: list[str], server_pid: int, pins: pinning.Pinning, warmup: float = 0.0,
+            signalled: bool = False) -> Executed:
+    """Runs the push client (argv) on the generator's CPUs; CPU is counted from `warmup`
+    seconds after its start (`signalled`: from the line "window" on its stdout, which the
+    echo mode prints as its window opens) to its exit: its own (wait4), the server's process
+    tree (lab.resources) and the whole machine's (psutil.cpu_times)."""
     generator = set(pins.generator) if pins.enabled else None
-    load_before = os.getloadavg()[0]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=(lambda: os.sched_setaffinity(0, generator)) if generator else None)
     try:
         # CPU over the window: the client's and the server's from the warm-up's end
-        time.sleep(r.warmup)
+        if signalled:
+            process.stdout.readline()  # type: ignore[union-attr]  # "window" (or "" if it ended first)
+        else:
+            time.sleep(warmup)
         started = time.monotonic()
         server_before, client_before = cpu_seconds(server_pid), cpu_seconds(process.pid)
+        machine_before = psutil.cpu_times()
         _, status, usage = os.wait4(process.pid, 0)
     except BaseException:
         process.kill()
@@ -156,6 +204,7 @@ def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: p
     process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - started
     server_cpu = cpu_seconds(server_pid) - server_before
+    machine = busy_percent(machine_before, psutil.cpu_times())
     out, err = process.stdout.read(), process.stderr.read()  # type: ignore[union-attr]
     process.stdout.close()  # type: ignore[union-attr]
     process.stderr.close()  # type: ignore[union-attr]
@@ -163,14 +212,63 @@ def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: p
         raise RuntimeError(f"push-client failed ({process.returncode}): {err.decode()[-500:]}")
     summary = json.loads(out.decode().strip().splitlines()[-1])
     client_cpu = 100 * (usage.ru_utime + usage.ru_stime - client_before) / wall
-    client_cores = len(generator) if generator else os.cpu_count() or 1
+    return Executed(summary, err.decode(errors="replace").strip().splitlines()[:10], wall, round(client_cpu, 1),
+                    round(100 * server_cpu / wall, 1), len(generator) if generator else os.cpu_count() or 1,
+                    round(machine, 1))
+
+
+def busy_percent(before: Any, after: Any) -> float:
+    """The whole machine's busy share between two psutil.cpu_times() (100 % = every CPU busy):
+    what a machine-wide monitor (a Node.js systeminformation currentLoad) reports."""
+    def total(t: Any) -> float:  # as psutil.cpu_percent counts: guest time is already in user and nice
+        return sum(t) - getattr(t, "guest", 0) - getattr(t, "guest_nice", 0)
+
+    def spare(t: Any) -> float:
+        return getattr(t, "idle", 0) + getattr(t, "iowait", 0)
+    span = total(after) - total(before)
+    return max(0.0, min(100.0, 100 * (span - (spare(after) - spare(before))) / span)) if span > 0 else 0.0
+
+
+def process_memory(pid: int) -> list[dict[str, Any]]:
+    """The service's processes (its tree), each with its resident memory: the study's
+    Table 6 counted a container's."""
+    out = []
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return out
+    for proc in procs:
+        try:
+            out.append({"pid": proc.pid, "name": proc.name(), "rss_bytes": proc.memory_info().rss})
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def memory(server_pid: int) -> dict[str, Any]:
+    """The service's resident memory at a run's end: its tree's total (bytes, MB) and each process's."""
+    total = rss_bytes(server_pid)
+    return {"server_rss_bytes": total, "server_rss_mb": round(total / 2**20, 1),
+            "server_processes": process_memory(server_pid)}
+
+
+def run(binary: Path, endpoint: str, server_pid: int, r: Run, raw: Path, pins: pinning.Pinning,
+        ca_file: str | None = None) -> dict[str, Any]:
+    way = push_way(r.transport)
+    argv = [str(binary), "-url", endpoint, "-mode", way.mode, "-clients", str(r.clients), "-batch", str(r.batch),
+            "-rate", str(r.rate), "-seconds", str(r.seconds), "-warmup", str(r.warmup), "-out", str(raw)]
+    argv += ["-h2"] if way.h2 else []
+    argv += ["-ca", ca_file] if ca_file else []
+    load_before = os.getloadavg()[0]
+    x = execute(argv, server_pid, pins, r.warmup)
     return {"scenario": r.scenario, "transport": r.transport, "transport_label": way.label,
-            "clients": r.clients, "batch": r.batch, "rate": r.rate, "seconds": r.seconds, **summary,
-            "error_causes": err.decode(errors="replace").strip().splitlines()[:10],
-            "warmup_s": r.warmup, "wall_s": round(wall, 2), "client_cpu_percent": round(client_cpu, 1),
-            "server_cpu_percent": round(100 * server_cpu / wall, 1),
-            "server_rss_bytes": rss_bytes(server_pid),
-            "client_bound": client_cpu >= 100 * CLIENT_BOUND * client_cores,
+            "clients": r.clients, "batch": r.batch, "rate": r.rate, "seconds": r.seconds, **x.summary,
+            "error_causes": x.causes,
+            "warmup_s": r.warmup, "wall_s": round(x.wall_s, 2), "client_cpu_percent": x.client_cpu_percent,
+            "server_cpu_percent": x.server_cpu_percent, "machine_cpu_percent": x.machine_cpu_percent,
+            "machine_cpus": psutil.cpu_count(),
+            **memory(server_pid),
+            "client_bound": x.client_bound,
             "load_average_1m": round(load_before, 2)}
 
 
@@ -216,9 +314,11 @@ def measure(p: Plan, *, pin: bool = True, keep_raw: Path | None = None) -> Itera
             if pins.enabled:
                 for name in p.runs:
                     pinning.pin_tree(lab.pids[name], pins.services)
+            by_name = {impl.name: impl for impl in lab.implementations}
             for i, (name, r) in enumerate(p.ordered()):
                 path = raw.path(f"{i:03d}-{name.replace('/', '-')}-{r.scenario}-{r.transport}.csv")
-                row = run(binary, lab.endpoints[name], lab.pids[name], r, path, pins)
+                ca = client_options(by_name[name]).get("ca_file") if name in by_name else None
+                row = run(binary, lab.endpoints[name], lab.pids[name], r, path, pins, ca)
                 if keep_raw is not None:
                     row["raw"] = str(path)
                 raw.discard(path)
@@ -233,7 +333,8 @@ def measure(p: Plan, *, pin: bool = True, keep_raw: Path | None = None) -> Itera
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
         "pinning": pins.describe(), "client_bound_share": CLIENT_BOUND,
         "cpu": "over the window (from the warm-up's end to the client's exit): the client's wait4 rusage less "
-               "its CPU at the window's start; the server's process tree (lab.resources); 100 % = one core",
+               "its CPU at the window's start; the server's process tree (lab.resources); 100 % = one core; "
+               "machine_cpu_percent: every CPU's busy share (psutil.cpu_times), 100 % = all of them",
         "polling": " ".join(w.note for w in push_ways().values() if w.mode == "poll"),
         "implementations": {name: sorted({r.scenario for r in runs}) for name, runs in p.runs.items()}}
     yield "", context

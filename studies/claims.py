@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clients.protocols import push_ways
 from lab import results as lab_results
 from lab import settings
 from lab.page import Bullets, Heading, Page, Para, Table
@@ -257,21 +258,67 @@ def _feathers_why(row: dict[str, Any]) -> list[str]:
 def _feathers_command(cell: dict[str, Any]) -> str:
     calls = cell.get("calls")
     calls = calls if isinstance(calls, list) else [calls] if calls else []
-    return "python -m studies feathers" + (f" --calls {' '.join(map(str, calls))}" if calls else "")
+    return ("python -m studies feathers" + (f" --calls {' '.join(map(str, calls))}" if calls else "")
+            + (f" --path {cell['path']}" if cell.get("path") else ""))
+
+
+def _at_path(names: list[str], cell: dict[str, Any]) -> dict[str, str]:
+    """{implementation: its subject name} of the subjects measured on the cell's network path
+    (loopback: no suffix; another: "<implementation>@<path>")."""
+    path = cell.get("path") or "loopback"
+    if path == "loopback":
+        return {n: n for n in names if "@" not in n}
+    return {n.removesuffix(f"@{path}"): n for n in names if n.endswith(f"@{path}")}
 
 
 def _feathers_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str, Any]) -> Figure:
     metric, command = cell["metric"], _feathers_command(cell)
-    name = _one(selector, list(data.get("results", {})), data["context"], "the Feathers run", command)
+    where = "the Feathers run" + (f" on {cell['path']}" if cell.get("path") else "")
+    if metric in ("per_call_bytes", "setup_bytes"):
+        split = _at_path(list(data.get("bytes_split", {})), cell)
+        name = _one(selector, list(split), data["context"], f"{where}'s bytes split (every call count)", command)
+        fit = data["bytes_split"][split[name]]
+        rows = data.get("results", {}).get(split[name], [])
+        bad = [r for r in rows if not r.get("valid", True)]
+        invalid = tuple(f"{name} at {r['calls_per_connection']:,} calls: " + "; ".join(_feathers_why(r))
+                        for r in bad)
+        return Figure.point(fit[metric], "bytes", f"least squares over {len(fit['points'])} call counts "
+                            "(bytes per connection on calls per connection; no interval)", invalid=invalid,
+                            source=f"{split[name]}, {metric.replace('_', ' ')}")
+    subjects = _at_path(list(data.get("results", {})), cell)
+    name = _one(selector, list(subjects), data["context"], where, command)
     calls = cell["calls"] if isinstance(cell["calls"], list) else [cell["calls"]]
-    found = [(v, row, f"{name} at {row['calls_per_connection']:,} calls") for row in data["results"][name]
+    found = [(v, row, f"{subjects[name]} at {row['calls_per_connection']:,} calls")
+             for row in data["results"][subjects[name]]
              if row["calls_per_connection"] in calls and (v := _feathers_value(row, metric)) is not None]
-    value, row, source = _reduce(cell, found, f"the Feathers run has no {metric} of {name} at "
+    value, row, source = _reduce(cell, found, f"the Feathers run has no {metric} of {subjects[name]} at "
                                  f"{'/'.join(f'{c:,}' for c in calls)} calls per connection", command)
     invalid = () if row.get("valid", True) else (f"{source}: " + "; ".join(_feathers_why(row)),)
     unit = {"requests_per_s": "requests/s", "bytes_per_call": "bytes", "connect_ms": "ms"}.get(metric, metric)
     how = "one run (no interval)" + (", the highest of the calls asked" if cell.get("reduce") == "max" else "")
     return Figure.point(value, unit, how, invalid=invalid, source=source)
+
+
+# --- a new connection's setup across a network path (benchmarks/connection_setup.py) ----------
+
+def _setup_command(cell: dict[str, Any]) -> str:
+    return f"python -m benchmarks.connection_setup --paths {cell['path']}"
+
+
+def _setup_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str, Any]) -> Figure:
+    command = _setup_command(cell)
+    paths = [p for p in data.get("paths", []) if p["path"] == cell["path"]]
+    if not paths:
+        raise NotMeasured(f"the connection-setup run has no path {cell['path']}: run `{command}`")
+    path = paths[-1]
+    name = _one(selector, list(path["subjects"]), data["context"], f"the connection-setup run on {cell['path']}",
+                command)
+    figure = path["subjects"][name][cell["metric"]]
+    low, high = figure["ci95_ms"]
+    rtt = path.get("rtt_ms")
+    how = (f"median of {figure['n']} rounds' {'new − kept call' if cell['metric'] == 'setup' else cell['metric']}, "
+           f"its 95 % CI; path {cell['path']}" + (f" (measured round trip {rtt:.1f} ms)" if rtt else ""))
+    return Figure(figure["median_ms"], low, high, "ms", how, (), f"{name} on {cell['path']}")
 
 
 def _fernando_value(test: str, row: dict[str, Any], metric: str) -> float | None:
@@ -299,10 +346,15 @@ def _fernando_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[
     invalid = (f"{len(bad)} of {len(runs)} {test} runs of {name} at {clients:,} clients invalid: "
                + "; ".join(reasons[:2]),) if bad else ()
     unit = "msg/s" if metric == "messages_per_s" else "ms"
+    source = f"{name}, {test}, {clients:,} clients"
+    spread = (runs[0].get("latency_ms") if test == "broadcast" else runs[0].get(metric)) or {}
+    if len(values) == 1 and metric != "messages_per_s" and spread.get("stddev") and (spread.get("count") or 0) > 1:
+        half = Z99 * spread["stddev"] / math.sqrt(spread["count"])
+        return Figure(values[0], values[0] - half, values[0] + half, unit,
+                      f"mean, 99 % normal interval over {spread['count']:,} samples (one run)", invalid, source)
     how = (f"mean of {len(values)} run means; interval: their range" if len(values) > 1
            else "one run (no interval)")
-    return Figure(sum(values) / len(values), min(values), max(values), unit, how, invalid,
-                  f"{name}, {test}, {clients:,} clients")
+    return Figure(sum(values) / len(values), min(values), max(values), unit, how, invalid, source)
 
 
 # --- the push instrument (python -m studies push) ----------------------------------------------
@@ -311,13 +363,21 @@ def _push_command(cell: dict[str, Any]) -> str:
     return f"python -m studies push --scenario {cell['scenario'].split('-')[0]}"
 
 
+def _push_base(row: dict[str, Any]) -> str:
+    """The implementation a push row measured: a way that needs a variant of it (SSE over HTTP/2
+    over TLS: its http=h2 subject) is that implementation's way, not another subject."""
+    way = push_ways().get(row["transport"])
+    name = row["implementation"]
+    return name.removesuffix(f"+{way.variant}") if way is not None and way.variant else name
+
+
 def _push_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str, Any]) -> Figure:
     metric, command = cell["metric"], _push_command(cell)
     clients = cell["clients"] if isinstance(cell["clients"], list) else [cell["clients"]]
     rows = [r for r in data.get("rows", []) if r["scenario"] == cell["scenario"] and r["clients"] in clients
             and r["batch"] == cell.get("batch", r["batch"])
             and r["transport"] == selector.get("transport", r["transport"])
-            and resolve(selector, [r["implementation"]], data["context"])]
+            and resolve(selector, [_push_base(r)], data["context"])]
 
     def value(r: dict[str, Any]) -> float | None:
         head, _, tail = metric.partition(".")
@@ -336,7 +396,8 @@ def _push_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str,
         half = Z99 * row["latency_ms"]["sd"] / math.sqrt(row["messages"])
         return Figure(v, v - half, v + half, "ms", f"mean, 99 % normal interval over {row['messages']:,} "
                       "messages (one run)", tuple(invalid), source)
-    unit = {"events_per_s": "events/s"}.get(metric, "%" if metric.endswith("cpu_percent") else metric)
+    units = {"events_per_s": "events/s", "server_rss_mb": "MB"}
+    unit = units.get(metric, "%" if metric.endswith("cpu_percent") else metric)
     how = "one run (no interval)" + (", the highest of the rows asked" if cell.get("reduce") == "max" else "")
     return Figure.point(v, unit, how, invalid=tuple(invalid), source=source)
 
@@ -347,6 +408,8 @@ INSTRUMENTS: dict[str, Instrument] = {i.name: i for i in (
     Instrument("feathers", "feathers", lambda c: ["load/feathers-latest.json"], _feathers_command, _feathers_figure),
     Instrument("fernando", "fernando", lambda c: ["load/fernando-latest.json"], _fernando_command, _fernando_figure),
     Instrument("push", "push", lambda c: ["load/push-latest.json"], _push_command, _push_figure),
+    Instrument("setup", "connection-setup", lambda c: ["setup/connection-setup-latest.json"], _setup_command,
+               _setup_figure),
 )}
 
 

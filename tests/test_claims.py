@@ -252,3 +252,121 @@ def test_a_push_row_whose_client_was_the_bottleneck_is_invalid(tmp_path):
     (tmp_path / "load" / "push-latest.json").write_text(json.dumps(data))
     found = claims.judge("S", claim, tmp_path)
     assert found.verdict == "invalid" and "the push client used ≥ 90 % of its CPUs" in found.reason
+
+
+# --- the instruments issue 53 made valid where the studies need them ------------------------------
+
+def test_one_go_client_run_has_its_means_interval_and_a_client_bound_run_is_invalid(tmp_path):
+    row = {"implementation": "ws/node_ws", "clients": 1000, "run": 1, "valid": True, "invalid_reasons": [],
+           "client": "go", "client_cpu_percent": 40.0, "client_cpu_limit_percent": 90.0,
+           "latency_ms": {"mean": 18.0, "median": 17.5, "stddev": 4.0, "count": 10000}}
+    context = {**CONTEXT, "implementations": {"ws/node_ws": {"protocol": "ws", "language": "node", "library": "ws"}}}
+    results.write("fernando", "fernando", context, {"results": {"echo": {}, "broadcast": {"ws/node_ws": [row]}}},
+                  tmp_path / "load")
+    # 18 ± 2.5758 × 4 / √10,000 = 17.90–18.10: 17.81 lies outside it, 18.05 inside
+    assert claims.judge("S", value_claim(18.05), tmp_path).verdict == "agrees"
+    found = claims.judge("S", value_claim(17.81), tmp_path)
+    assert found.verdict == "differs" and "(17.9–18.1)" in found.reason
+    assert "99 % normal interval over 10,000 samples (one run)" in found.lab_figure
+    row.update(valid=False, invalid_reasons=["the receivers used 95 % CPU while a broadcast was delivered, at or "
+                                             "over their limit 90 %: the receivers set the latency"])
+    results.write("fernando", "fernando", context, {"results": {"echo": {}, "broadcast": {"ws/node_ws": [row]}}},
+                  tmp_path / "load")
+    found = claims.judge("S", value_claim(18.05), tmp_path)
+    assert found.verdict == "invalid" and "the receivers set the latency" in found.reason
+
+
+FEATHERS_IMPLS = {"rest/node_fastify": {"protocol": "rest", "language": "node"},
+                  "socketio/node_socketio": {"protocol": "socketio", "language": "node"}}
+
+
+def feathers_run(tmp_path, rps):
+    """A Feathers result: {subject: (requests/s at 1 call, bytes split)} on loopback and rtt80ms."""
+    rows, split = {}, {}
+    for subject, (value, per_call, setup) in rps.items():
+        rows[subject] = [{"calls_per_connection": 1, "connections": 100, "ops": 100, "requests_per_s": value,
+                          "errors": {}, "valid": True, "invalid_reasons": []}]
+        split[subject] = {"per_call_bytes": per_call, "setup_bytes": setup, "points": [[1, 1.0], [2, 2.0]]}
+    results.write("feathers", "feathers", {**CONTEXT, "implementations": FEATHERS_IMPLS},
+                  {"results": rows, "bytes_split": split}, tmp_path / "load")
+
+
+def feathers_claim(path=None, metric="requests_per_s"):
+    lab = {"instrument": "feathers", "metric": metric, "calls": 1,
+           "subjects": {"socket.io": {"protocol": "socketio", "language": "node"},
+                        "HTTP": {"protocol": "rest", "language": "node"}}}
+    if path:
+        lab["path"] = path
+    return {"id": "synthetic-feathers", "sentence": "socket.io is slower at one call.", "where": "text",
+            "figures": [fig("socket.io", None, "requests/s"), fig("HTTP", None, "requests/s")],
+            "form": {"kind": "order", "a": "socket.io", "relation": "<", "b": ["HTTP"]}, "lab": lab}
+
+
+def test_a_feathers_claim_on_a_network_path_reads_only_that_paths_rows(tmp_path):
+    feathers_run(tmp_path, {"rest/node_fastify": (500.0, 200.0, 0.0), "socketio/node_socketio": (900.0, 50.0, 300.0),
+                            "rest/node_fastify@rtt80ms": (400.0, 200.0, 0.0),
+                            "socketio/node_socketio@rtt80ms": (100.0, 50.0, 300.0)})
+    assert claims.judge("S", feathers_claim(), tmp_path).verdict == "differs"           # loopback: faster
+    found = claims.judge("S", feathers_claim("rtt80ms"), tmp_path)
+    assert found.verdict == "agrees" and "socket.io ÷ HTTP 0.25 " in found.lab_figure    # 80 ms: slower
+    missing = claims.judge("S", feathers_claim("rtt20ms"), tmp_path)
+    assert missing.verdict == "not measured" and "--path rtt20ms" in missing.reason
+
+
+def test_a_calls_bytes_are_read_with_the_setup_apart(tmp_path):
+    feathers_run(tmp_path, {"rest/node_fastify": (500.0, 282.0, 0.0), "socketio/node_socketio": (900.0, 54.0, 310.0)})
+    claim = feathers_claim(metric="per_call_bytes")
+    claim["form"] = {"kind": "ratio", "a": "HTTP", "b": "socket.io"}
+    claim["figures"] = [fig("HTTP", 282, "bytes"), fig("socket.io", 54, "bytes")]
+    found = claims.judge("S", claim, tmp_path)
+    assert found.verdict == "agrees", found   # 282 / 54 exactly: the setup's 310 bytes left out
+    assert "least squares over 2 call counts" in found.lab_figure
+
+
+def test_the_feathers_bytes_split_recovers_setup_and_per_call_bytes():
+    from studies.feathers.scenario import bytes_split
+    rows = [{"calls_per_connection": c, "bytes_per_connection": 310 + 54 * c} for c in (1, 10, 50, 500, 2000)]
+    fit = bytes_split(rows)
+    assert (fit["per_call_bytes"], fit["setup_bytes"]) == (54.0, 310.0)
+    assert bytes_split(rows[:1]) is None   # one call count: no line
+
+
+def setup_claim(value):
+    return {"id": "synthetic-setup", "sentence": "~190 ms to establish the connection.", "where": "text",
+            "figures": [fig("socket.io", value, "ms", "one browser connection")],
+            "form": {"kind": "value", "of": "socket.io"},
+            "lab": {"instrument": "setup", "path": "rtt80ms", "metric": "setup",
+                    "subjects": {"socket.io": {"protocol": "socketio", "language": "node"}}}}
+
+
+def test_the_setup_instrument_reads_the_paths_median_and_its_interval(tmp_path):
+    paths = [{"path": "rtt80ms", "rtt_ms": 80.4, "subjects": {
+        "socketio/node_socketio": {"setup": {"median_ms": 172.0, "ci95_ms": [165.0, 181.0], "n": 30}},
+        "rest/go_nethttp": {"setup": {"median_ms": 81.0, "ci95_ms": [80.5, 83.0], "n": 30}}}}]
+    results.write("connection-setup", "connection-setup", CONTEXT, {"paths": paths}, tmp_path / "setup")
+    assert claims.judge("S", setup_claim(175), tmp_path).verdict == "agrees"
+    found = claims.judge("S", setup_claim(190), tmp_path)
+    assert found.verdict == "differs" and "above the lab's interval (165–181)" in found.reason
+    assert "measured round trip 80.4 ms" in found.lab_figure
+    other = setup_claim(190)
+    other["lab"]["path"] = "rtt20ms"
+    assert "python -m benchmarks.connection_setup --paths rtt20ms" in claims.judge("S", other, tmp_path).reason
+
+
+def test_a_push_row_of_a_ways_variant_answers_for_its_implementation(tmp_path):
+    """SSE over HTTP/2 over TLS runs on the implementation's h2 subject; its row is that implementation's way."""
+    row = {"implementation": "sse/go_nethttp+h2", "scenario": "timeplus-batch", "transport": "sse-h2", "clients": 10,
+           "batch": 400, "events_per_s": 2_000_000.0, "errors": 0, "client_bound": False}
+    context = {**CONTEXT, "implementations": {"sse/go_nethttp": {"protocol": "sse", "language": "go"},
+                                              "sse/go_nethttp+h2": {"protocol": "sse", "language": "go",
+                                                                    "base": "sse/go_nethttp"}}}
+    results.write("push", "push", context, {"rows": [row]}, tmp_path / "load")
+    claim = {"id": "synthetic-h2", "sentence": "3,000,000 EPS.", "where": "Test I",
+             "figures": [fig("SSE", 2_000_000, "events/s", "one run's rate", batch=400)],
+             "form": {"kind": "value", "of": "SSE"},
+             "lab": {"instrument": "push", "scenario": "timeplus-batch", "clients": 10, "batch": 400,
+                     "metric": "events_per_s", "subjects": {"SSE": {"protocol": "sse", "transport": "sse-h2"}}}}
+    found = claims.judge("S", claim, tmp_path)
+    assert found.verdict == "agrees" and found.lab_figure.startswith("2,000,000 events/s")
+    claim["lab"]["subjects"]["SSE"]["transport"] = "sse-h2c"
+    assert claims.judge("S", claim, tmp_path).verdict == "not measured"

@@ -157,7 +157,11 @@ def test_every_implementation_serving_subscribe_has_its_protocols_default_push_w
             assert push.transports(impl.name) == (), impl.name
     # the keys the results and the studies have always used, and polling only where a study asks for it
     assert {impl.protocol: push.transports(impl.name) for impl in serving} == {
-        "sse": ("sse-h1", "sse-h2c"), "ws": ("ws",), "socketio": ("ws",), "grpc": ("grpc",)}
+        "sse": ("sse-h1", "sse-h2c", "sse-h2"), "ws": ("ws",), "socketio": ("ws",), "grpc": ("grpc",)}
+    # a way on a variant (SSE over HTTP/2 over TLS) is measured on that subject, which the manifest must list
+    assert push.subject("sse/go_nethttp", "sse-h2") == "sse/go_nethttp+h2"
+    assert push.subject("sse/go_nethttp", "sse-h2c") == "sse/go_nethttp"
+    assert push.transports("sse/go_nethttp+h2") == ("sse-h1", "sse-h2c", "sse-h2")
     with pytest.raises(ValueError, match="no implementation"):
         push.transports("sse/nowhere")
 
@@ -172,9 +176,10 @@ def test_a_push_way_key_means_one_thing_wherever_it_appears() -> None:
         keys = [w.key for w in p.push]
         assert len(keys) == len(set(keys)), p.name
         for w in p.push:
-            what = (w.label, w.short, w.mode, w.h2, w.default, w.capture_label, w.client_options)
+            what = (w.label, w.short, w.mode, w.h2, w.variant, w.default, w.capture_label, w.client_options)
             assert seen.setdefault(w.key, what) == what, (p.name, w.key)
-    assert set(push_ways()) == set(seen) == {"sse-h1", "sse-h2c", "ws", "poll", "grpc"}
+    assert set(push_ways()) == set(seen) == {"sse-h1", "sse-h2c", "sse-h2", "ws", "poll", "grpc"}
+    assert push_way("sse-h2").variant == "h2" and push_way("sse-h2").h2 and not push_way("sse-h2").capture_label
     assert push_way("poll").mode == "poll" and not push_way("poll").default and not push_way("poll").capture_label
     with pytest.raises(ValueError, match="no push way"):
         push_way("carrier-pigeon")

@@ -459,13 +459,17 @@ def test_push_plan_is_bounded_and_pathan_has_every_protocol():
     scenarios = {name: studies.get(name).scenario() for name in ("timeplus", "pathan")}
     pathan_s, timeplus_s = (studies.get(n).published()["scenario"] for n in ("pathan", "timeplus"))
     default, quick = push.plan(scenarios, "all", False, None), push.plan(scenarios, "all", True, None)
-    # warm-ups and windows; the rest is start-up (gRPC streaming beside Timeplus's pair, issue 52: 555 s and 126 s)
-    assert default.seconds() <= 600 and quick.seconds() <= 150
+    # warm-ups and windows; the rest is start-up (gRPC streaming beside Timeplus's pair, issue 52: 555 s and 126 s;
+    # SSE over HTTP/2 over TLS, issue 53: 653 s and 153 s)
+    assert default.seconds() <= 700 and quick.seconds() <= 160
     pathan = [(name, r) for name, r in default.ordered() if r.scenario == "pathan"]
     assert {r.transport for _, r in pathan} == {"ws", "sse-h1", "poll"}
+    # SSE over HTTP/2 over TLS is measured on the http=h2 subject, and only there
+    assert {name.endswith("+h2") for name, r in default.ordered() if r.transport == "sse-h2"} == {True}
+    assert all(not name.endswith("+h2") for name, r in default.ordered() if r.transport != "sse-h2")
     assert sorted({r.clients for _, r in pathan}) == pathan_s["clients"]
     tests = {(r.scenario, r.transport, r.clients, r.batch) for _, r in default.ordered()}
-    for transport in ("sse-h1", "sse-h2c", "ws", "grpc"):
+    for transport in ("sse-h1", "sse-h2", "sse-h2c", "ws", "grpc"):
         assert {b for s, t, c, b in tests if s == "timeplus-batch" and t == transport} == \
             set(timeplus_s["batch"]["batches"])
         assert {c for s, t, c, b in tests if s == "timeplus-concurrency" and t == transport} == \
@@ -473,3 +477,38 @@ def test_push_plan_is_bounded_and_pathan_has_every_protocol():
     # interleaved: each study's points in the order the studies were added
     order = [r.scenario for _, r in default.ordered()]
     assert order.index("pathan") > max(i for i, s in enumerate(order) if s.startswith("timeplus"))
+
+
+# --- SSE over HTTP/2 over TLS (Timeplus's browser tab): the sse-h2 way on the http=h2 subjects ---
+
+H2_SUBJECTS = [f"{p.values[0]}+h2" for p in subscribers("sse") if p.values[0] and "+" not in p.values[0]]
+
+
+@pytest.fixture(scope="module")
+def h2_push_lab():
+    from lab.stack import running_lab
+    with running_lab(H2_SUBJECTS, change_streams=False) as lab:
+        yield lab
+
+
+@pytest.mark.parametrize("subject", H2_SUBJECTS)
+def test_push_load_client_over_sse_over_http2_over_tls(subject, h2_push_lab, tmp_path):
+    from lab.environment import client_options
+    from lab.host import pinning
+    from lab.registry import variant
+    from load import push
+    from load.rawsamples import read_samples
+    lab = h2_push_lab
+    assert push.subject(subject.removesuffix("+h2"), "sse-h2") == subject
+    assert "sse-h2" in push.transports(subject.removesuffix("+h2"))
+    assert lab.endpoints[subject].startswith("https://")
+    r = push.Run("test", "sse-h2", 3, 5, 200, 1.0)
+    ca = client_options(variant(subject))["ca_file"]
+    row = push.run(push.push_client(), lab.endpoints[subject], lab.pids[subject], r, tmp_path / "h2.csv",
+                   pinning.plan(False), ca)
+    _check_push_run(r, row, read_samples(tmp_path / "h2.csv", (row["window_start_us"], row["window_end_us"])))
+    # the lab's CA is what makes it trusted: without it every subscription fails to connect
+    refused = push.run(push.push_client(), lab.endpoints[subject], lab.pids[subject], r, tmp_path / "no-ca.csv",
+                       pinning.plan(False))
+    assert refused["messages"] == 0 and refused["errors_by_kind"] == {"connect": 3}, refused
+    assert any("certificate" in line for line in refused["error_causes"]), refused["error_causes"]

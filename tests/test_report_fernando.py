@@ -76,3 +76,18 @@ def test_combine_means_over_runs():
             for r, m in ((1, 2.0), (2, 4.0), (3, 9.0))]
     cell = fernando.combine({"broadcast": {"x": rows}})["x"][10]["broadcast_ms"]
     assert (cell["mean"], cell["low"], cell["high"], cell["runs"], cell["invalid"]) == (5.0, 2.0, 9.0, 3, 0)
+
+
+def test_go_client_runs_show_the_clients_cpu_beside_its_limit(tmp_path):
+    data = json.loads(SMALL.read_text())
+    data["context"]["load"].update(client="go", client_how="the lab's Go load client (test)")
+    row = data["results"]["broadcast"]["ws/go_gorilla"][0]
+    row.update(client="go", client_cpu_percent=97.4, client_cpu_limit_percent=90.0, service_cpu_percent=55.0,
+               machine_cpu_percent=71.0, valid=False,
+               invalid_reasons=["the receivers used 97 % CPU while a broadcast was delivered, at or over their "
+                                "limit 90 %: the receivers set the latency"])
+    text = render(_with(tmp_path, data))
+    assert "| broadcast | ws/go_gorilla | 10 | 1 | 97 % | 90 % | 55 % | 71 % | invalid: the receivers used 97 %" in text
+    assert "the lab's Go load client (test)" in text and "Locust" not in text.split("The lab:")[1].split("\n")[0]
+    # only Go-client runs have the columns: the Locust rows of the same file are not in that table
+    assert text.count("| echo | ") == 0

@@ -127,3 +127,23 @@ def test_push_section_gives_events_per_second_and_per_event_latency_per_point(tm
 def get_way(key: str) -> str:
     from clients.protocols import push_way
     return push_way(key).short
+
+
+def test_sse_over_tls_rows_and_pathans_memory_and_machine_cpu_are_shown(tmp_path):
+    """A run with SSE over HTTP/2 over TLS says so instead of h2c's stand-in; Pathan's rows show the
+    machine's CPU and each service process's memory beside its Tables 5 and 6."""
+    data = json.loads(RESULT.read_text())
+    h2 = [r for r in data["rows"] if r["transport"] == "sse-h2c"]
+    assert h2
+    for r in h2:
+        r.update(transport="sse-h2", implementation=r["implementation"] + "+h2")
+    pathan = next(r for r in data["rows"]
+                  if r["scenario"] == "pathan" and r["transport"] == "ws" and r["clients"] == 100)
+    pathan.update(machine_cpu_percent=63.5, server_rss_bytes=60 * 2**20,
+                  server_processes=[{"pid": 1, "name": "node", "rss_bytes": 60 * 2**20}])
+    (tmp_path / "load").mkdir()
+    (tmp_path / "load" / "push-latest.json").write_text(json.dumps(data))
+    text = render(tmp_path)
+    assert "SSE over HTTP/2 over TLS 1.3 (h2, as Timeplus's tab" in text and "h2c instead of" not in text
+    row = _row(text, "100", "WebSocket")
+    assert "| 63.5 | 2,153 ± 39 | 60.0 |" in row   # machine CPU; Pathan's Table 6 at 100 clients; the lab's RSS, MB

@@ -15,7 +15,7 @@ DESCRIPTOR = Protocol(
     native_error=message_error,
     error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)',
     fuzzer="clients.socketio.fuzz:fuzzer", messaging=True, load_client="clients.socketio.load:connect",
-    crosscheck="crosscheck",
+    crosscheck="crosscheck", message_framing="socketio",
     crosscheck_plan="clients.socketio.client:wire_plan",
     # its WebSocket transport, as the push load and capture have measured it: the WebSocket way
     push=tuple(replace(way, framing="socket.io: the WebSocket message's JSON object behind its packet "

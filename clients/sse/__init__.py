@@ -20,6 +20,12 @@ DESCRIPTOR = Protocol(
                   client_options={"http2": True},
                   framing="SSE over HTTP/2 (h2c): those `id:`/`event:`/`data:` lines in DATA frames "
                           "(9-byte header each)"),
+          # Timeplus's browser tab: HTTP/2 over TLS, on the http axis' h2 subject (its service over TLS 1.3);
+          # the push capture does not decrypt it
+          PushWay("sse-h2", "SSE, HTTP/2 over TLS 1.3 (h2)", "SSE h2", mode="sse", h2=True, variant="h2",
+                  framing="SSE over HTTP/2 over TLS 1.3: DATA frames in TLS records",
+                  note="HTTP/2 chosen by ALPN on the service's h2 variant, the lab's CA verified; one connection "
+                       "shared by every subscription"),
           # Pathan's REST loop: not a stream, so not in every push scenario, and not captured
           PushWay("poll", "HTTP polling (HTTP/1.1)", "polling", mode="poll", default=False,
                   note="GET /events?feed=synthetic&count=1&rate=0 on the SSE service, HTTP/1.1 kept alive, "

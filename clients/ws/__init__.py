@@ -15,7 +15,7 @@ DESCRIPTOR = Protocol(
     client_packages=("simple-websocket", "wsproto"), native_error=message_error,
     error_spelling='an {"error": {"code": ...}} reply to the request (contract/ws-protocol.md)',
     fuzzer="clients.ws.fuzz:fuzzer", messaging=True, load_client="clients.ws.load:connect",
-    crosscheck="crosscheck",
+    crosscheck="crosscheck", message_framing="ws",
     crosscheck_plan="clients.ws.client:wire_plan",
     push=(PushWay("ws", "WebSocket push", "WS", mode="ws", capture_label="WebSocket",
                   framing="WebSocket: a JSON object with its feed and id in a frame"),))

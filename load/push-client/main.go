@@ -1,7 +1,9 @@
 // push-client: the lab's load client for the push feeds (contract/push.md),
 // over Server-Sent Events, over WebSocket (contract/ws-protocol.md), as
 // HTTP polling (Pathan's REST client), or over gRPC server streaming
-// (contract/games.proto's Subscribe).
+// (contract/games.proto's Subscribe); and Fernando & Engel's echo and
+// broadcast tests over a WebSocket message protocol (-mode echo, broadcast;
+// -framing ws or socketio: messages.go).
 //
 //   - sse:  N clients each GET /events?feed=synthetic&batch=B&rate=R and read
 //     the stream (HTTP/1.1, one connection each; or -h2: HTTP/2 over
@@ -34,6 +36,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/csv"
 	"encoding/json"
 	"flag"
@@ -64,23 +68,35 @@ type sample struct {
 }
 
 type run struct {
-	ctx    context.Context
-	url    string
-	batch  int
-	rate   int
-	client *http.Client
-	conn   *grpc.ClientConn // grpc mode: the one connection every client's stream shares
+	ctx     context.Context
+	url     string
+	batch   int
+	rate    int
+	client  *http.Client
+	conn    *grpc.ClientConn // grpc mode: the one connection every client's stream shares
+	h2      bool             // sse: every stream must come in HTTP/2
+	sio     bool             // echo, broadcast: socket.io's framing (messages.go)
+	payload string           // echo: the payload (JSON)
 }
 
 func main() {
 	url := flag.String("url", "", "the service's endpoint, e.g. http://127.0.0.1:8000 (ws mode: ws://127.0.0.1:8000/ws)")
-	mode := flag.String("mode", "sse", "sse, ws, poll or grpc")
+	mode := flag.String("mode", "sse", "sse, ws, poll, grpc, echo or broadcast")
+	framing := flag.String("framing", "ws", "echo, broadcast: ws (the lab's WebSocket protocol) or socketio")
+	payload := flag.String("payload", `{"text":"x"}`, "echo: the payload (JSON)")
+	broadcasts := flag.Int("broadcasts", 10, "broadcast: how many the sender sends")
+	intervalMs := flag.Int("interval-ms", 1000, "broadcast: between them")
+	connectSeconds := flag.Float64("connect-seconds", 30, "echo: the time each client has to connect, before "+
+		"the warm-up (which starts once every client has connected or given up)")
 	clients := flag.Int("clients", 10, "concurrent subscriptions (poll: concurrent polling loops)")
 	seconds := flag.Float64("seconds", 10, "the measurement window: how long each client reads after the warm-up")
-	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary)")
+	warmup := flag.Float64("warmup", 0, "seconds before the window (subscriptions open; not in the summary); "+
+		"broadcast: the time allowed for every receiver to connect (0: 30 s)")
 	batch := flag.Int("batch", 1, "events per message")
 	rate := flag.Int("rate", 1000, "messages per second per subscription (0: unpaced)")
-	h2 := flag.Bool("h2", false, "sse: HTTP/2 over cleartext (h2c) on one connection shared by all clients")
+	h2 := flag.Bool("h2", false, "sse: HTTP/2 on one connection shared by all clients: over cleartext (h2c), or "+
+		"over TLS chosen by ALPN (h2) with an https:// url")
+	ca := flag.String("ca", "", "a PEM CA file: TLS (https://, wss://) verified against it")
 	out := flag.String("out", "samples.csv", "raw samples (CSV)")
 	flag.Parse()
 	if *url == "" {
@@ -97,21 +113,55 @@ func main() {
 		subscribe = poll
 	case "grpc":
 		subscribe = subscribeGRPC
+	case "echo", "broadcast":
 	default:
-		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws, poll or grpc")
+		fmt.Fprintln(os.Stderr, "push-client: -mode must be sse, ws, poll, grpc, echo or broadcast")
+		os.Exit(2)
+	}
+	if *framing != "ws" && *framing != "socketio" {
+		fmt.Fprintln(os.Stderr, "push-client: -framing must be ws or socketio")
+		os.Exit(2)
+	}
+	if !json.Valid([]byte(*payload)) {
+		fmt.Fprintln(os.Stderr, "push-client: -payload is not JSON")
 		os.Exit(2)
 	}
 	transport := &http.Transport{MaxIdleConnsPerHost: *clients, DisableCompression: true}
+	if *ca != "" {
+		pem, err := os.ReadFile(*ca)
+		roots := x509.NewCertPool()
+		if err != nil || !roots.AppendCertsFromPEM(pem) {
+			fmt.Fprintln(os.Stderr, "push-client: -ca: no certificate read from", *ca, err)
+			os.Exit(2)
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		websocketTLS = transport.TLSClientConfig
+	}
+	if *mode == "echo" {
+		r := &run{url: *url, sio: *framing == "socketio", payload: *payload}
+		os.Exit(runEcho(r, *clients, time.Duration(*connectSeconds*float64(time.Second)),
+			time.Duration(*warmup*float64(time.Second)), *seconds, *out))
+	}
+	if *mode == "broadcast" {
+		r := &run{url: *url, sio: *framing == "socketio"}
+		os.Exit(runBroadcast(r, *clients, *broadcasts, time.Duration(*intervalMs)*time.Millisecond,
+			time.Duration(*warmup*float64(time.Second)), *out))
+	}
 	if *h2 {
 		protocols := new(http.Protocols)
-		protocols.SetUnencryptedHTTP2(true)
+		if strings.HasPrefix(*url, "https://") {
+			protocols.SetHTTP2(true) // by ALPN; HTTP/1.1 not offered: an answer in it is an error
+		} else {
+			protocols.SetUnencryptedHTTP2(true)
+		}
 		transport.Protocols = protocols
 	}
 	start := time.Now()
 	window := start.Add(time.Duration(*warmup * float64(time.Second))).UnixMicro()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration((*warmup+*seconds)*float64(time.Second)))
 	defer cancel()
-	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport}}
+	r := &run{ctx: ctx, url: *url, batch: *batch, rate: *rate, client: &http.Client{Transport: transport},
+		sio: *framing == "socketio", payload: *payload, h2: *h2}
 	if *mode == "grpc" {
 		conn, err := grpc.NewClient(*url, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{})))
@@ -149,6 +199,9 @@ func received(got []sample) []sample {
 	}
 	return append(got, sample{"lab_errors", time.Now().UnixMicro(), 1, "kind=no_message"})
 }
+
+// websocketTLS: the -ca's configuration for wss:// (nil: the system's roots).
+var websocketTLS *tls.Config
 
 var reported sync.Map // error kinds already written to stderr
 
@@ -204,6 +257,9 @@ func subscribeSSE(r *run) []sample {
 	if response.StatusCode != 200 {
 		return failure(r.ctx, got, "status_"+strconv.Itoa(response.StatusCode))
 	}
+	if r.h2 && response.ProtoMajor != 2 {
+		return failure(r.ctx, got, "not_http2", fmt.Errorf("answered in %s", response.Proto))
+	}
 	reader := bufio.NewReaderSize(response.Body, 1<<16) // longer lines: readLine reads on
 	for {
 		line, err := readLine(reader)
@@ -237,7 +293,8 @@ func readLine(reader *bufio.Reader) ([]byte, error) {
 func subscribeWS(r *run) []sample {
 	var got []sample
 	start := time.Now()
-	dialer := websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 1 << 16}
+	dialer := websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 1 << 16,
+		TLSClientConfig: websocketTLS}
 	conn, response, err := dialer.DialContext(r.ctx, r.url, nil)
 	if err != nil {
 		if response != nil {
@@ -502,7 +559,7 @@ func write(path string, results [][]sample) error {
 // got at least one message, errors by kind over the whole run (the raw CSV,
 // warm-up included, is the record).
 func summarize(results [][]sample, seconds float64, start, end int64) {
-	var latencies []float64
+	var latencies, connects []float64
 	events := 0.0
 	errors := map[string]int{}
 	receiving := 0
@@ -518,6 +575,8 @@ func summarize(results [][]sample, seconds float64, start, end int64) {
 				}
 			case s.metric == "lab_ops" && inside:
 				events += s.value
+			case s.metric == "lab_connect":
+				connects = append(connects, s.value)
 			case s.metric == "lab_errors":
 				errors[strings.TrimPrefix(s.extra, "kind=")]++
 			}
@@ -551,9 +610,10 @@ func summarize(results [][]sample, seconds float64, start, end int64) {
 		total += n
 	}
 	kinds, _ := json.Marshal(errors)
+	connect, _ := json.Marshal(describe(connects))
 	fmt.Printf("{\"messages\": %d, \"events\": %.0f, \"events_per_s\": %.1f, \"receiving_clients\": %d, "+
 		"\"errors\": %d, \"errors_by_kind\": %s, \"latency_ms\": {\"mean\": %.3f, \"sd\": %.3f, \"p50\": %.3f, "+
-		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d, \"window_end_us\": %d}\n",
+		"\"p95\": %.3f, \"p99\": %.3f, \"max\": %.3f}, \"window_start_us\": %d, \"window_end_us\": %d, \"connect_ms\": %s}\n",
 		len(latencies), events, events/seconds, receiving, total, kinds, mean, sd, q(0.5), q(0.95), q(0.99), q(1),
-		start, end)
+		start, end, connect)
 }

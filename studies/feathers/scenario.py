@@ -1,8 +1,18 @@
 """The Feathers comparison on Locust (python -m studies feathers): the same
 tiny call (health: the smallest call every protocol has) over HTTP and over
-one WebSocket per client, 100 connections × N calls each, connection setup
-included; requests/s = all calls / (first connection's start to last call's
-end). Results: results/load/feathers-<date>.json and feathers-latest.json.
+one WebSocket per client, 100 connections × N calls each (the study's 1, 10,
+50, 500, 1,000 and 2,000), connection setup included; requests/s = all calls
+/ (first connection's start to last call's end). --path runs it again on each
+network path named (e.g. loopback rtt80ms: a round trip near the study's
+laptop-to-Heroku one, results named <implementation>@<path>).
+
+The bytes of a connection's setup apart from a call's: each row's bytes per
+connection (application bytes counted in the Locust process, sent +
+received) against its calls per connection, fitted by least squares
+(statistics.linear_regression): the slope is a call's bytes on an open
+connection, the intercept the setup's (the WebSocket upgrade, socket.io's
+handshake; HTTP/1.1 has none of its own). Results:
+results/load/feathers-<date>.json and feathers-latest.json ("bytes_split").
 
 By default the study's servers' runtime: the Node.js implementations (manifest
 `language`) of REST and of every messaging protocol (descriptors' `messaging`).
@@ -11,6 +21,7 @@ By default the study's servers' runtime: the Node.js implementations (manifest
 from __future__ import annotations
 
 import argparse
+import statistics
 from typing import Any
 
 from clients.protocols import get as protocol
@@ -26,7 +37,7 @@ from studies.feathers import STUDY
 
 SCENARIO = STUDY.published()["scenario"]
 CONNECTIONS: int = SCENARIO["connections"]
-CALLS: tuple[int, ...] = tuple(SCENARIO["calls"])   # the study also ran 1,000 and 2,000 (--calls)
+CALLS: tuple[int, ...] = tuple(SCENARIO["calls"])   # the study's 1 to 2,000 (--calls for fewer)
 
 
 def default() -> list[str]:
@@ -40,7 +51,10 @@ def parser() -> argparse.ArgumentParser:
     p = load_parser()
     p.prog = f"python -m studies {STUDY.name}"
     p.add_argument("--calls", nargs="*", type=int,
-                   help=f"calls per connection (default {' '.join(map(str, CALLS))}; the study: up to 2000)")
+                   help=f"calls per connection (default {' '.join(map(str, CALLS))}; the study's)")
+    p.add_argument("--setup-rounds", type=int, default=0, metavar="N",
+                   help="then time a new connection's setup apart from a kept one's call, N rounds on each "
+                        "--path but loopback (benchmarks/connection_setup.py; 0, the default: not)")
     return p
 
 
@@ -78,9 +92,31 @@ def run(args: argparse.Namespace) -> int:
                            operation="health")
     if links:
         context["load"]["paths"] = {p.name: links.get(p.name) for p in paths}
-    path = write(args.out or STUDY.name, {"context": context, "results": results}, kind=STUDY.name)
+    split = {subject: fit for subject, rows in results.items() if (fit := bytes_split(rows))}
+    path = write(args.out or STUDY.name, {"context": context, "results": results, "bytes_split": split},
+                 kind=STUDY.name)
     print(f"results: {path}")
+    shaped = [p.name for p in paths if p.veth]
+    if args.setup_rounds and shaped:
+        from benchmarks import connection_setup
+        return connection_setup.main(["--paths", ",".join(shaped), "--impl", *names,
+                                      "--rounds", str(args.setup_rounds)])
     return 0
+
+
+def bytes_split(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A connection's setup bytes apart from a call's, from the rows' bytes per connection at their
+    calls per connection (least squares; at least two call counts): {"per_call_bytes", "setup_bytes",
+    "points"}; None where fewer than two rows counted bytes."""
+    points = [(r["calls_per_connection"], r["bytes_per_connection"]) for r in rows
+              if r.get("bytes_per_connection") is not None]
+    if len({c for c, _ in points}) < 2:
+        return None
+    fit = statistics.linear_regression([float(c) for c, _ in points], [b for _, b in points])
+    return {"per_call_bytes": round(fit.slope, 1), "setup_bytes": round(fit.intercept, 1),
+            "points": [list(p) for p in points],
+            "how": "least squares of bytes per connection (sent + received, counted in the Locust process) "
+                   "on calls per connection"}
 
 
 def once(lab: Any, impl: Any, calls: int, s: runner.Settings) -> dict[str, Any]:
@@ -93,6 +129,8 @@ def once(lab: Any, impl: Any, calls: int, s: runner.Settings) -> dict[str, Any]:
             "seconds": round(span, 3), "requests_per_s": round(ops / span, 1) if span > 0 else 0,
             "errors": row["errors_total"], "latency_us": row["latency_us"], "connect_us": row["connect_us"],
             "bytes_per_call": row["bytes_per_op"],
+            "bytes_per_connection": (round((row["bytes_per_op"]["sent"] + row["bytes_per_op"]["received"]) * ops
+                                           / CONNECTIONS, 1) if row.get("bytes_per_op") else None),
             "generator_cpu_s": round(generator, 3), "generator_cpu_percent": row["generator_cpu_percent"],
             "valid": ops == calls * CONNECTIONS and not row["errors_total"]
             and not any("generator used" in r for r in row["invalid_reasons"]),

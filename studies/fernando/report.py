@@ -126,16 +126,20 @@ def section(page: Page, inputs: Any) -> list[str]:
     page.add(Table(head, body, "Each cell: the mean of the runs' means (lowest–highest run mean) over n runs; "
                                "runs the load instrument judged invalid are counted in brackets and included.",
                    "fernando-levels"))
+    runs_table(page, data["results"])
     echo = ctx.get("echo", {})
     cast = ctx.get("broadcast", {})
     cpu = data["context"].get("cpu", {})
     loads = [ctx[k] for k in ("loadavg_start", "loadavg_end") if ctx.get(k)]
     load_text = " → ".join(f"{x[0]:.1f}" for x in loads) + (" (1 min), the machine shared with other work"
                                                              if loads else "not recorded")
+    go = ctx.get("client") == "go"
+    driver = (f"the lab's Go load client ({ctx.get('client_how', '')})" if go else
+              f"Locust {ctx.get('engine_version', '')} driving each protocol's own client (the lab's "
+              "WebSocket and socket.io clients under gevent)")
     page.add(Bullets([
         f"The study: {STUDY_SETUP}.",
-        f"The lab: Locust {ctx.get('engine_version', '')} driving each protocol's own client (the lab's "
-        f"WebSocket and socket.io clients under gevent) on this machine "
+        f"The lab: {driver} on this machine "
         f"({cpu.get('model', '?')}, {cpu.get('count', '?')} CPUs; load average {load_text}), "
         f"client and servers on loopback, pinning {('on' if ctx.get('pinning', {}).get('enabled') else 'off')}; "
         f"{ctx.get('runs', '?')} runs at {', '.join(map(str, ctx.get('clients', [])))} clients, interleaved "
@@ -155,12 +159,39 @@ def section(page: Page, inputs: Any) -> list[str]:
         "(time.time_ns() at both ends). Only "
         "broadcasts the server delivered to every receiver count.",
         *cpu_note(data["results"]),
-        "Every round trip is timed in its Locust user with a nanosecond clock into an HDR histogram (3 "
-        "significant digits).",
-        "socket.io is driven through the lab's socket.io client (python-socketio) on its WebSocket "
-        "transport only, as the study's clients after their upgrade.",
+        *(["Every round trip is timed in its goroutine on Go's monotonic clock; statistics over every sample.",
+            "socket.io is spoken by the Go client's own Engine.IO 4 / socket.io 5 framing on the WebSocket "
+            "transport only, as the study's clients after their upgrade."] if go else
+          ["Every round trip is timed in its Locust user with a nanosecond clock into an HDR histogram (3 "
+           "significant digits).",
+           "socket.io is driven through the lab's socket.io client (python-socketio) on its WebSocket "
+           "transport only, as the study's clients after their upgrade."]),
     ]))
     return []
+
+
+def runs_table(page: Page, results: dict[str, Any]) -> None:
+    """Every run on the Go client: the clients' own CPU beside the limit that makes a run invalid,
+    the service's and the whole machine's, and the run's verdict."""
+    rows = []
+    for test in ("echo", "broadcast"):
+        for name, runs in results.get(test, {}).items():
+            for r in runs:
+                if r.get("client_cpu_limit_percent") is None:
+                    continue
+                rows.append([test, name, f"{r['clients']:,}", str(r.get("run", "")),
+                             f"{r['client_cpu_percent']:.0f} %", f"{r['client_cpu_limit_percent']:.0f} %",
+                             f"{r['service_cpu_percent']:.0f} %", f"{r.get('machine_cpu_percent', 0):.0f} %",
+                             "valid" if r.get("valid") else "invalid: " + "; ".join(r.get("invalid_reasons") or [])])
+    if rows:
+        page.add(Table(["test", "implementation", "clients", "run", "client CPU", "its limit", "service CPU",
+                        "machine CPU", "run"], rows,
+                       "Each run's echo clients or broadcast receivers (the lab's Go client, one process) beside "
+                       "the limit at which the lab marks the run invalid (the client, not the library, set the "
+                       "pace). Echo: CPU over the window; broadcast: the busiest broadcast's, the client's CPU from "
+                       "its send to the next over the span from the send to its last receipt. Service: its process "
+                       "tree, 100 % = one core; machine: every CPU's busy share (100 % = all of them).",
+                       "fernando-runs"))
 
 
 def cpu_note(results: dict[str, Any]) -> list[str]:

@@ -1,8 +1,11 @@
-"""Fernando & Engel's WebSocket library comparison (their Table 2) on Locust
+"""Fernando & Engel's WebSocket library comparison (their Table 2)
 (python -m studies fernando): the echo test (each client sends ECHO_PAYLOAD
 and waits for it back, again and again: connection time, round trip,
 messages/s) and the broadcast test (one sender, every other client receives:
-latency = receive − send time; load/broadcast.py) at CLIENTS (--clients for
+latency = receive − send time) on the lab's Go load client (--client go, the
+default: load/messages.py, one compiled process whose own CPU is shown beside
+the limit that makes a run invalid) or on Locust (--client locust: the lab's
+Python clients under gevent, load/broadcast.py) at CLIENTS (--clients for
 others, e.g. the study's 100 200 400 600 800 1000), --runs runs each (default
 3), interleaved: run r of both tests, every level and every implementation
 before run r + 1. --budget (default 600 s): no run starts after it; those
@@ -26,7 +29,7 @@ from lab.context import run_context
 from lab.host import pinning
 from lab.registry import select
 from lab.stack import running_lab
-from load import broadcast, runner
+from load import broadcast, messages, runner
 from load.__main__ import parser as load_parser
 from load.common import SWEEP_CLIENTS, drivable, load_context, settings_from, write
 from studies.fernando import STUDY
@@ -47,6 +50,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=3, help="runs at each client count (default 3)")
     p.add_argument("--budget", type=float, default=600.0,
                    help="start no run after this many seconds (default 600; 0: no limit)")
+    p.add_argument("--client", choices=("go", "locust"), default="go",
+                   help="the echo clients and broadcast receivers: the lab's Go load client (default) or Locust")
+    p.add_argument("--broadcasts", type=int, default=messages.BROADCASTS,
+                   help=f"broadcasts per run, {messages.INTERVAL_MS} ms apart (--client go; default "
+                        f"{messages.BROADCASTS})")
     return p
 
 
@@ -78,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
                         if args.budget and time.monotonic() - began > args.budget:
                             not_run.append(f"{test} {impl.name} {clients} clients run {r}")
                             continue
-                        if test == "echo":
+                        if args.client == "go":
+                            row = _go_run(lab, impl, test, clients, s, args)
+                        elif test == "echo":
                             row = _echo_run(lab, impl, s, clients, allowance)
                         else:
                             row = broadcast.run(lab, impl, clients, s)
@@ -94,15 +104,39 @@ def run(args: argparse.Namespace) -> int:
             scenario=STUDY.name, clients=list(levels), runs=runs, seconds=round(time.monotonic() - began, 1),
             budget_s=args.budget, not_run=not_run,
             loadavg_start=[round(x, 2) for x in load_before], loadavg_end=[round(x, 2) for x in os.getloadavg()],
+            client=args.client,
+            client_how=(f"the lab's Go load client (load/push-client, {messages.__name__}): one process, a goroutine "
+                        f"per connection, on the generator's CPUs; invalid at {messages.push.CLIENT_BOUND:.0%} of "
+                        "them" if args.client == "go" else "Locust: the lab's Python clients under gevent"),
             echo={"payload_bytes": len(dumps(workload.ECHO_PAYLOAD).encode()), "warmup_s": s.warmup_s,
                   "window_s": s.steady_s, "model": "closed: each client sends, waits for its echo, sends again",
-                  "clock": "time.perf_counter_ns() in each Locust user (1 ns)"},
-            broadcast={"broadcasts_per_run": broadcast.BROADCASTS, "interval_ms": broadcast.INTERVAL_MS,
-                       "senders": 1, "receivers": "the client count less the sender",
-                       "clock": "time.time_ns() at both ends (one machine's clock)"})
+                  "clock": ("Go's monotonic clock in each goroutine" if args.client == "go" else
+                            "time.perf_counter_ns() in each Locust user (1 ns)")},
+            broadcast={"broadcasts_per_run": args.broadcasts if args.client == "go" else broadcast.BROADCASTS,
+                       "interval_ms": messages.INTERVAL_MS if args.client == "go" else broadcast.INTERVAL_MS,
+                       "senders": 1, "receivers": "the client count (the sender is one more connection)"
+                       if args.client == "go" else "the client count less the sender",
+                       "clock": ("unix µs at both ends (one machine's clock)" if args.client == "go" else
+                                 "time.time_ns() at both ends (one machine's clock)")})
     path = write(args.out or STUDY.name, {"context": context, "results": results}, kind=STUDY.name)
     print(f"{STUDY.name}: {time.monotonic() - began:.0f} s; results: {path}")
     return 0
+
+
+def _go_run(lab: Any, impl: Any, test: str, clients: int, s: runner.Settings, args: argparse.Namespace
+            ) -> dict[str, Any]:
+    """One run on the Go load client; the service's and the database's processes on the services' CPUs."""
+    pins = s.pinning
+    if pins and pins.enabled:
+        for pid in (lab.pids[impl.name], lab.database.pid):
+            if pid:
+                pinning.pin_tree(pid, pins.services)
+    endpoint, pid = lab.endpoints[impl.name], lab.pids[impl.name]
+    if test == "broadcast":
+        return messages.broadcast(endpoint, impl.protocol, pid, clients, pins, args.broadcasts)
+    # every client connects first (the Go client waits for them all), then the warm-up, then the window
+    return messages.echo(endpoint, impl.protocol, pid, clients, max(s.warmup_s, 1.0), s.steady_s, pins,
+                         workload.ECHO_PAYLOAD)
 
 
 def _echo_run(lab: Any, impl: Any, s: runner.Settings, clients: int, allowance: dict[str, float]
@@ -148,5 +182,8 @@ def _line(test: str, row: dict[str, Any]) -> str:
     else:
         body = (f"latency mean {row['latency_ms']['mean']} ms (n {row['latency_ms']['count']}), "
                 f"broadcasts {row['broadcasts']}, lost {row['lost']}, errors {sum(row['errors'].values())}")
+    if row.get("client_cpu_limit_percent") is not None:
+        body += (f", client CPU {row['client_cpu_percent']:.0f} % (limit {row['client_cpu_limit_percent']:.0f} %), "
+                 f"service {row['service_cpu_percent']:.0f} %, machine {row['machine_cpu_percent']:.0f} %")
     return head + body + ("" if row["valid"] else "  INVALID: " + "; ".join(row["invalid_reasons"]))
 

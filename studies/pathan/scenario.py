@@ -46,8 +46,12 @@ def runs(quick: bool, names: list[str] | None) -> dict[str, list[Run]]:
 
 def figures() -> dict[str, Any]:
     """Its figures as the push results embed them (results' "studies" member):
-    {"latency_ms": {protocol: {clients: [mean, sd]}}, "cpu_percent": {...}, "setup"}."""
+    {"latency_ms": {protocol: {clients: [mean, sd]}}, "cpu_percent": {...}, "memory_mb": {protocol:
+    {clients: [mean, sd]}}, "setup"}."""
     published = STUDY.published()
-    latency, cpu = published["tables"]["3"]["rows"], published["tables"]["5"]["rows"]
+    tables = published["tables"]
+    latency, cpu, memory = tables["3"]["rows"], tables["5"]["rows"], tables["6"]["rows"]
     return {"latency_ms": {p: {n: [v["mean"], v["sd"]] for n, v in by.items()} for p, by in latency.items()},
-            "cpu_percent": cpu, "setup": published["setup"]}
+            "cpu_percent": cpu, "memory_mb": {p: {n: [v["mean"], v["sd"]] for n, v in by.items()}
+                                              for p, by in memory.items()},
+            "setup": published["setup"]}

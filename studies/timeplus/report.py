@@ -1,5 +1,5 @@
 """Timeplus beside the lab (python -m studies push --scenario timeplus): its
-tests I and II, events/s with client and server CPU, SSE (HTTP/1.1 and h2c)
+tests I and II, events/s with client and server CPU, SSE (HTTP/1.1, h2 over TLS and h2c)
 beside WebSocket push, and the figures its text gives beside the lab's best.
 
 Reads only results/load/push-latest.json (its "studies" member holds the
@@ -28,6 +28,10 @@ def section(page: Page, inputs: Any) -> list[str]:
     if not any(r["scenario"] in (BATCH, CONCURRENCY) for r in rows):
         page.add(Para("Not measured: `python -m studies push --scenario timeplus`."))
         return []
+    tls = any(r["transport"] == "sse-h2" for r in rows if r["scenario"] in (BATCH, CONCURRENCY))
+    ways = ("SSE over HTTP/2 over TLS 1.3 (h2, as Timeplus's tab; the service's h2 variant, the lab's CA), beside "
+            "it cleartext h2c and HTTP/1.1" if tls else
+            "SSE over cleartext h2c instead of HTTP/2 over TLS (this run has no SSE h2 rows: it predates them)")
     tests = ((BATCH, "batch", "Test I: batch size at 10 subscriptions"),
              (CONCURRENCY, "clients", "Test II: subscriptions at batch 50"))
     for scenario, key, title in tests:
@@ -65,8 +69,8 @@ def section(page: Page, inputs: Any) -> list[str]:
                    "The only figures Timeplus gives as numbers; its charts' other points are not in the text.",
                    "push-timeplus-beside"),
              Bullets([f"Timeplus: {study.get('setup', '')}. The lab: a Go client (no EventSource, no JavaScript "
-                      "parsing, no rendering: it finds each message's timestamp and counts its events), cleartext "
-                      "h2c instead of HTTP/2 over TLS, loopback, a 2-core machine shared with other work. Timeplus's "
+                      "parsing, no rendering: it finds each message's timestamp and counts its events); "
+                      f"{ways}; loopback, a 2-core machine shared with other work. Timeplus's "
                       "limit was its tab's CPU; the lab's is whichever of server and client runs out of CPU first: "
                       "the CPU columns say which. Events/s below the offered rate mean the server fell behind; where "
                       "that happened and neither is near 100 % of its CPU, neither limited the run alone: the share "
@@ -83,14 +87,15 @@ def section(page: Page, inputs: Any) -> list[str]:
 
 def _figure(series: dict[tuple[str, str], list[dict[str, Any]]], key: str, study: dict[str, Any]) -> str:
     fig, ax = plt.subplots(figsize=(8.5, 4.4))
-    styles = {"sse-h1": "-", "sse-h2c": ":", "ws": "--", "grpc": "-."}
+    styles: dict[str, Any] = {"sse-h1": "-", "sse-h2c": ":", "sse-h2": (0, (5, 1)), "ws": "--", "grpc": "-."}
     languages: dict[str, int] = {}
     for (impl, transport), runs in series.items():
         language = impl.split("/")[1].split("_")[0]
         colour = f"C{languages.setdefault(language, len(languages)) % 10}"
         runs = sorted(runs, key=lambda r: r[key])
-        ax.plot([r[key] for r in runs], [max(r["events_per_s"], 1) for r in runs], styles.get(transport, "-"),
-                marker="o", markersize=3, color=colour, label=f"{impl} {LABELS.get(transport, transport)}")
+        ax.plot([r[key] for r in runs], [max(r["events_per_s"], 1) for r in runs],
+                linestyle=styles.get(transport, "-"), marker="o", markersize=3, color=colour,
+                label=f"{impl} {LABELS.get(transport, transport)}")
     if key == "batch" and study.get("sse_batch400_c10_eps"):
         ax.plot([400], [study["sse_batch400_c10_eps"]], "k^", label="Timeplus SSE")
     if key == "clients":

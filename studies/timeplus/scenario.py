@@ -4,8 +4,10 @@
 - test II: events/s as the subscriptions go 1-60 at batch 50;
 
 one message per ms per subscription (its 1 ms interval); SSE over HTTP/2
-(h2c: all subscriptions on one connection, as its browser tab) and HTTP/1.1
-(a connection each), and WebSocket push (a connection each); beside them, the
+over TLS 1.3 (h2, its browser tab's: all subscriptions on one connection, on
+the service's http=h2 variant, the lab's CA verified), over cleartext HTTP/2
+(h2c, the same without TLS) and over HTTP/1.1 (a connection each), and
+WebSocket push (a connection each); beside them, the
 lab's addition, gRPC server streaming (Subscribe, all subscriptions on one
 HTTP/2 connection). Each run a 0.5 s warm-up (the subscriptions open) and a 2 s
 window (--quick: 1 s, batch 1, 50, 400 and 1, 10, 60 subscriptions).
@@ -20,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from lab.registry import first_of_each, select
-from load.push import Run, transports
+from load.push import Run, subject, transports
 from studies.timeplus import STUDY
 
 INSTRUMENT = "push"  # python -m studies push runs it, interleaved with the other push studies
@@ -46,7 +48,7 @@ def runs(quick: bool, names: list[str] | None) -> dict[str, list[Run]]:
     out: dict[str, list[Run]] = {}
     for name in names or default():
         for transport in transports(name):
-            out.setdefault(name, []).extend(
+            out.setdefault(subject(name, transport), []).extend(
                 [Run(f"{STUDY.name}-batch", transport, batch["clients"], b, s["rate_per_s"], seconds, s["warmup_s"])
                  for b in batches] +
                 [Run(f"{STUDY.name}-concurrency", transport, c, concurrency["batch"], s["rate_per_s"], seconds,
