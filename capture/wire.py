@@ -459,6 +459,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
     new: dict[str, dict[str, Any]] = {}
     database: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
+    unread: dict[str, str] = {}  # subject -> why its application payload reads 0 (nothing of its framing decoded)
     candidates: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for w in windows:
         name, op, kind = w["name"], w["op"], w["kind"]
@@ -480,6 +481,11 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             if lost:
                 problems.append(f"{name} {op} steady: the capture lost {lost:,} payload bytes (sequence gaps): "
                                 "its bytes are undercounted")
+            data = [p for p in window if p.payload]
+            if data and not any(p.number in layers for p in data):
+                unread[name] = (f"tshark decoded nothing of its framing in {len(data)} data segments: over TLS, no "
+                                "key log line for its connections (neither its client's TLS library nor its "
+                                "server's logs its secrets), so its application payload reads 0")
             steady.setdefault(name, {})[op] = {
                 **summary(tally(window, port), nops,
                           app_payload(window, layers, port, framing(name))),
@@ -507,4 +513,4 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
         database.setdefault(name, {}).setdefault(op, {})["new_connection"] = db
     return {"operations": list(operations), "ports": ports, "protocols": protocols,
             "steady": steady, "new_connection": new, "database": database,
-            "problems": problems}
+            "problems": problems, "unread": unread}
