@@ -482,7 +482,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
                 problems.append(f"{name} {op} steady: the capture lost {lost:,} payload bytes (sequence gaps): "
                                 "its bytes are undercounted")
             data = [p for p in window if p.payload]
-            if data and not any(p.number in layers for p in data):
+            if data and not any(p.number in layers and layers[p.number].framed for p in data):
                 unread[name] = (f"tshark decoded nothing of its framing in {len(data)} data segments: over TLS, no "
                                 "key log line for its connections (neither its client's TLS library nor its "
                                 "server's logs its secrets), so its application payload reads 0")

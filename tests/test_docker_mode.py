@@ -65,6 +65,9 @@ def test_every_implementation_is_a_compose_service(impl) -> None:
     assert f'"127.0.0.1:${{{compose.port_variable(impl)}:-}}:{compose.container_port(impl)}"' in block
     assert "condition: service_healthy" in block
     assert "healthcheck:" not in block  # readiness: the lab, through the protocol's own client
+    # a TLS subject mounts the run's certificate directory (LAB_TLS_DIR) read-only; no other does
+    mount = f'    volumes: ["${{LAB_TLS_DIR:-./docker/tls}}:{compose.CONTAINER_TLS}:ro"]\n'
+    assert (mount in block) == compose.uses_tls_files(impl) == bool(impl.service_env().get("LAB_TLS"))
     assert (settings.ROOT / compose.dockerfile_of(impl)).is_file(), impl.dockerfile
     assert "\nHEALTHCHECK " not in (settings.ROOT / compose.dockerfile_of(impl)).read_text()
     assert f"SERVICE_COMMAND: {compose._q(compose.container_command(impl))}\n" in block
