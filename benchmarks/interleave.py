@@ -61,6 +61,7 @@ class Design:
     blocks: int = 300     # cycles: every subject is visited this many times
     warmup: int = 30      # untimed calls per subject before anything else (a subject's own count overrides it)
     warmup_max_s: float = 45.0     # ... but at most this long per subject
+    warmup_lanes: int = 4          # ... at most this many warm-up calls in flight (warm_up)
     settle_cycles: int = 0         # then this many untimed cycles
     baseline: str = "direct"
     baseline_visits: int = 1  # visits of the baseline per cycle
@@ -83,6 +84,7 @@ class Design:
         return {"design": "interleaved" if self.blocks > 1 else "sequential",
                 "block": self.block, "discard": self.discard,
                 "blocks": self.blocks, "warmup": self.warmup, "warmup_max_s": self.warmup_max_s,
+                "warmup_lanes": self.warmup_lanes,
                 "settle_cycles": self.settle_cycles,
                 "rounds": self.rounds,
                 "baseline": self.baseline, "baseline_visits": self.baseline_visits,
@@ -154,13 +156,14 @@ class GcRecord:
 
 
 def warm_up(calls: Mapping[str, Callable[[], Any]], asked: Mapping[str, int], max_s: float | None,
-            untimed: Callable[[str, int], int]) -> dict[str, dict[str, Any]]:
-    """Every subject's warm-up calls at the same time, one thread per subject (each
-    subject's own calls one after another, as measured), each thread ending at its
-    count or when it has used up `max_s` of its share of the time: a call's wall time
-    divided by the number of subjects warming while it ran (so a limit means what it
-    meant when the subjects took turns). {subject: {calls, asked, seconds (its share),
-    wall}}.
+            untimed: Callable[[str, int], int], lanes: int = 4) -> dict[str, dict[str, Any]]:
+    """Every subject's warm-up calls at the same time, in at most `lanes` threads that
+    take the subjects in turn (one call of the next subject not being called, then the
+    next), so no subject sits idle while another warms and at most `lanes` calls are in
+    flight; a subject's own calls stay one after another, as measured. A subject stops at
+    its count or when it has used up `max_s` of its share of the time: a call's wall time
+    divided by the number of calls in flight while it ran (so a limit means what it meant
+    when the subjects took turns). {subject: {calls, asked, seconds (its share), wall}}.
 
     At the same time, not in turn: warmed one after another, a Node.js service warmed
     earlier read 2-7 % slower than the same service warmed later (methodology.md,
@@ -169,50 +172,57 @@ def warm_up(calls: Mapping[str, Callable[[], Any]], asked: Mapping[str, int], ma
     the whole warm-up waited on the sum of every call: the Node.js services' 6,000 calls
     each, one at a time, ~109 s of insert's first table. In threads, a subject's calls
     overlap the others' (the services are other processes, the client waits on sockets
-    with the GIL released), so the warm-up takes about as long as the slowest subject's
-    own calls, with the second CPU busy too."""
+    with the GIL released). Bounded, not a thread per subject: 45 subjects' fetch-100
+    warm-ups at once kept 45 list queries in the one database and one waited past the
+    client's 5 s deadline (2026-12-03, 13:32 UTC), which stopped the whole operation.
+    LAB_BENCH_WARMUP_LANES sets `lanes` (4: the two cores' services and database kept busy,
+    the database never queued deeper than that)."""
     import threading
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     warmed = {name: {"calls": 0, "asked": asked[name], "seconds": 0.0, "wall": 0.0} for name in calls}
     lock = threading.Lock()
     active = [0]
     halt = threading.Event()  # set when one subject failed or the run is interrupted (Ctrl-C): the others stop
+    waiting = deque(name for name in calls if asked[name] > 0)  # subjects whose next call no lane is making
+    began = time.monotonic()
 
-    def one(name: str) -> None:
-        row = warmed[name]
-        began = time.monotonic()
-        while row["calls"] < asked[name] and not halt.is_set():
+    def lane() -> None:
+        while not halt.is_set():
             with lock:
-                sharing = max(active[0], 1)
+                if not waiting:
+                    return  # every subject left is being called by another lane, or done
+                name = waiting.popleft()
+                active[0] += 1
+                sharing = active[0]
+            row = warmed[name]
             started = time.monotonic()
-            untimed(name, 1)
-            row["calls"] += 1
-            with lock:
-                sharing = max(sharing, active[0])  # the busiest the call saw, at its start or end
-            row["seconds"] += (time.monotonic() - started) / sharing
-            if max_s is not None and row["seconds"] >= max_s:
-                break
-        row["wall"] = time.monotonic() - began
-
-    def run(name: str) -> None:
-        try:
-            one(name)
-        except BaseException:
-            halt.set()
-            raise
-        finally:
-            with lock:
-                active[0] -= 1
-
-    names = [name for name in calls if asked[name] > 0]
-    active[0] = len(names)
-    if names:
-        with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="warm-up") as pool:
             try:
-                for future in [pool.submit(run, name) for name in names]:
+                untimed(name, 1)
+            except BaseException:
+                halt.set()
+                raise
+            finally:
+                with lock:
+                    sharing = max(sharing, active[0])  # the busiest the call saw, at its start or end
+                    active[0] -= 1
+            row["calls"] += 1
+            row["seconds"] += (time.monotonic() - started) / sharing
+            done = row["calls"] >= asked[name] or (max_s is not None and row["seconds"] >= max_s)
+            with lock:
+                if done:
+                    row["wall"] = time.monotonic() - began
+                else:
+                    waiting.append(name)
+
+    count = min(max(1, lanes), len(waiting))
+    if count:
+        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="warm-up") as pool:
+            try:
+                for future in [pool.submit(lane) for _ in range(count)]:
                     future.result()  # a subject's failure stops the run, as any call's does
-            except BaseException:  # that failure, or Ctrl-C in this thread: every thread ends after its call
+            except BaseException:  # that failure, or Ctrl-C in this thread: every lane ends after its call
                 halt.set()
                 raise
     for row in warmed.values():
@@ -280,7 +290,7 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
 
     started = time.monotonic()
     warmed = warm_up(calls, {name: (warmup or {}).get(name, design.warmup) for name in calls},
-                     design.warmup_max_s, untimed)
+                     design.warmup_max_s, untimed, design.warmup_lanes)
     warm_s = round(time.monotonic() - started, 1)
     started = time.monotonic()
     for _ in range(design.settle_cycles):

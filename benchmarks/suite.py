@@ -21,7 +21,7 @@ cycles. Counts, not seconds: every run gives every subject the same history
 (lab/stats/sequential.py); 0: the fixed design. Settings: LAB_BENCH_CYCLES (800, at most),
 LAB_BENCH_TARGET (0.02), LAB_BENCH_FIRST_LOOK (100),
 LAB_BENCH_BLOCK (1), LAB_BENCH_DISCARD (1), LAB_BENCH_WARMUP (30),
-LAB_BENCH_WARMUP_MAX_S (45), LAB_BENCH_SETTLE_CYCLES (100),
+LAB_BENCH_WARMUP_MAX_S (45), LAB_BENCH_WARMUP_LANES (4), LAB_BENCH_SETTLE_CYCLES (100),
 LAB_BENCH_BASELINE_VISITS (4).
 """
 
@@ -57,6 +57,7 @@ def design_from_env() -> Design:
         return int(os.environ.get(f"LAB_BENCH_{name}", default))
     return Design(block=get("BLOCK", 1), discard=get("DISCARD", 1), blocks=get("CYCLES", 800),
                   warmup=get("WARMUP", 30), warmup_max_s=workload.warmup_max_s(),
+                  warmup_lanes=get("WARMUP_LANES", 4),
                   settle_cycles=get("SETTLE_CYCLES", 100),
                   baseline_visits=get("BASELINE_VISITS", 4))
 

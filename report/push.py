@@ -119,7 +119,8 @@ def wire(page: Page, data: dict[str, Any] | None) -> None:
                    f"({data['context'].get('date', '')}).", "push-wire-table"))
     notes = [w.framing for w in _captured(data["rows"]) if w.framing]
     page.add(Bullets([f"At batch 1 the framing shows, per message: {'; '.join(notes)}. At batch 50 every "
-                      "transport converges on the event's own JSON (the per-message overhead ÷ 50)."]))
+                      "transport converges on the event's own encoding, JSON or protobuf as the framing says "
+                      "(the per-message overhead ÷ 50)."]))
 
 
 def _captured(rows: list[dict[str, Any]]) -> list[PushWay]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -24,6 +25,8 @@ from lab.pytest_plugin.fixtures import implementations
 from lab.registry import services_of, variant
 
 BASE = "connect/go_connect"
+# The servers whose one handler speaks all three wire protocols (connect-go, connect-node)
+ONE_HANDLER = ["connect/go_connect", "connect/node_connect"]
 SUBJECTS = implementations(where=lambda impl: impl.protocol == "connect")
 GET_GAME = "/protolab.games.v1.Games/GetGame"
 
@@ -56,6 +59,8 @@ def test_compose_has_one_container_per_service_process() -> None:
     text = compose.render()
     assert "  connect-go-connect:" in text and "  connect-go-connect-gzip:" in text
     assert "connect-go-connect-grpc:" not in text and "connect-go-connect-json:" not in text
+    assert "  connect-node-connect:" in text and "  connect-node-connect-gzip:" in text
+    assert "connect-node-connect-grpc:" not in text
 
 
 @pytest.mark.parametrize("name", SUBJECTS)
@@ -72,10 +77,11 @@ def test_errors_carry_the_contracts_connect_codes_on_every_wire(client_of, name,
     expect("connect", INVALID_ARGUMENT, client.list, 5000, 0)
 
 
-def test_a_fetch_is_a_get_and_a_write_is_not(lab, seeded) -> None:
+@pytest.mark.parametrize("server", ONE_HANDLER)
+def test_a_fetch_is_a_get_and_a_write_is_not(lab, seeded, server) -> None:
     """Connect's GET (the message in the query) for GetGame, whose schema says it has no side
     effects; CreateGame refuses it. The errors are Connect's JSON body with the contract's code."""
-    endpoint = lab.endpoints[BASE]
+    endpoint = lab.endpoints[server]
     known = dataset.documents(seeded[:1])[0]["_id"]
     message = base64.urlsafe_b64encode(pb.GameId(id=known).SerializeToString()).decode().rstrip("=")
     reply = requests.get(endpoint + GET_GAME, params={"connect": "v1", "encoding": "proto", "base64": "1",
@@ -92,12 +98,13 @@ def test_a_fetch_is_a_get_and_a_write_is_not(lab, seeded) -> None:
         == known
 
 
-def test_grpcio_and_the_lab_grpc_wire_reach_the_same_handler(lab, seeded) -> None:
+@pytest.mark.parametrize("server", ONE_HANDLER)
+def test_grpcio_and_the_lab_grpc_wire_reach_the_same_handler(lab, seeded, server) -> None:
     """The one handler serves gRPC to grpcio, the gRPC ecosystem's own client, on the same port."""
     known = dataset.documents(seeded[:1])[0]["_id"]
-    host_port = lab.endpoints[BASE].split("://", 1)[1]
+    host_port = lab.endpoints[server].split("://", 1)[1]
     grpc_client = connect("grpc", host_port)
-    ours = ConnectClient(lab.endpoints[BASE], wire="grpc")
+    ours = ConnectClient(lab.endpoints[server], wire="grpc")
     try:
         assert grpc_client.get(known) == ours.get(known)
         expect("grpc", NOT_FOUND, grpc_client.get, "999999999999")
@@ -133,12 +140,13 @@ def buf_or_skip() -> str:
     return str(binary)
 
 
+@pytest.mark.parametrize("server", ONE_HANDLER)
 @pytest.mark.parametrize("wire", [[], ["--protocol", "grpc", "--http2-prior-knowledge"], ["--protocol", "grpcweb"]],
                          ids=["connect", "grpc", "grpcweb"])
-def test_buf_curl_calls_the_one_server_in_each_wire_protocol(lab, seeded, wire) -> None:
+def test_buf_curl_calls_the_one_server_in_each_wire_protocol(lab, seeded, wire, server) -> None:
     buf = buf_or_skip()
     known = dataset.documents(seeded[:1])[0]["_id"]
-    endpoint = lab.endpoints[BASE]
+    endpoint = lab.endpoints[server]
     got = subprocess.run([buf, "curl", "--schema", str(settings.ROOT / "contract" / "games.proto"), *wire,
                           "--data", json.dumps({"id": known}), endpoint + GET_GAME],
                          capture_output=True, text=True, timeout=120, cwd=settings.ROOT)
@@ -150,13 +158,68 @@ def test_buf_curl_calls_the_one_server_in_each_wire_protocol(lab, seeded, wire) 
     assert missing.returncode != 0 and '"not_found"' in missing.stdout + missing.stderr, missing.stderr
 
 
-def test_grpcurl_calls_the_one_server_over_grpc_with_the_proto(lab, seeded) -> None:
+@pytest.mark.parametrize("server", ONE_HANDLER)
+def test_grpcurl_calls_the_one_server_over_grpc_with_the_proto(lab, seeded, server) -> None:
     from test_outside_clients import grpcurl_or_skip
 
     grpcurl = grpcurl_or_skip()
     known = dataset.documents(seeded[:1])[0]["_id"]
     got = subprocess.run([grpcurl, "-plaintext", "-import-path", str(settings.ROOT / "contract"), "-proto",
-                          "games.proto", "-d", json.dumps({"id": known}), lab.endpoints[BASE].split("://", 1)[1],
+                          "games.proto", "-d", json.dumps({"id": known}), lab.endpoints[server].split("://", 1)[1],
                           "protolab.games.v1.Games/GetGame"], capture_output=True, text=True, timeout=60)
     assert got.returncode == 0, got.stderr
     assert json.loads(got.stdout)["id"] == known
+
+
+def test_node_closes_a_connection_whose_request_it_answered_before_reading_it_all(lab, seeded) -> None:
+    """connect/node_connect refuses a gRPC-Web request over the limit from its first bytes, on HTTP/1.1;
+    the reply says Connection: close (services/common/node/env.js, CloseUnreadResponse: Node.js would
+    otherwise keep the connection and wait for the rest of the body), and the server keeps serving."""
+    host, port = lab.endpoints["connect/node_connect"].split("://", 1)[1].rsplit(":", 1)
+    size = 70_000
+    body = b"\x00" + size.to_bytes(4, "big") + b"\x0a" + b"\x01" * 100  # an envelope announcing 70,000 bytes
+    head = (f"POST {GET_GAME} HTTP/1.1\r\nHost: lab\r\nContent-Type: application/grpc-web+proto\r\n"
+            f"Content-Length: {5 + size}\r\n\r\n").encode()
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(head + body)  # the rest of the body is never sent
+        reply = b""
+        while b"grpc-status" not in reply:
+            chunk = conn.recv(4096)
+            assert chunk, reply
+            reply += chunk
+    headers = reply.split(b"\r\n\r\n", 1)[0].lower()
+    assert b"connection: close" in headers and b"grpc-status: 8" in reply  # resource_exhausted
+    known = dataset.documents(seeded[:1])[0]["_id"]
+    client = ConnectClient(lab.endpoints["connect/node_connect"], wire="grpcweb")
+    try:
+        assert client.get(known)["id"] == known
+    finally:
+        client.close()
+
+
+def test_make_capture_leaves_the_connect_servers_out_saying_why_and_captures_one_named(monkeypatch, capsys) -> None:
+    """`python -m capture` with no names: every implementation but the Connect servers (the protocol's
+    descriptor, no_capture: one port for all its wire and codec subjects), each named with the reason;
+    `--only connect/node_connect` captures it. (The capture itself is stopped before it starts.)"""
+    import capture.__main__ as capture_main
+    from capture.tshark import CaptureError
+    from clients.protocols import PROTOCOLS
+    from lab import registry
+
+    asked = []
+
+    def measure(**kwargs):
+        asked.append(kwargs["names"])
+        raise CaptureError("stopped by the test before it captures")
+
+    monkeypatch.setattr(capture_main, "measure", measure)
+    assert capture_main.main([]) == 2
+    printed = capsys.readouterr().out
+    every = [i.name for i in registry.select(None)]
+    servers = [n for n in every if n.startswith("connect/")]
+    assert "connect/node_connect" in servers and "connect/go_connect" in servers
+    why = PROTOCOLS["connect"].no_capture
+    assert why and all(f"capture: {name} left out: {why}" in printed for name in servers)
+    assert asked[0] == [n for n in every if n not in servers]
+    assert capture_main.main(["--only", "connect/node_connect"]) == 2
+    assert asked[1] == ["connect/node_connect"]

@@ -195,6 +195,7 @@ def test_push_rows_keep_their_transports_and_labels() -> None:
     captured = {(r["protocol"], r["transport"]) for r in json.loads((data / "push-capture.json").read_text())["rows"]}
     assert {(p, w.capture_label) for p in PROTOCOLS for w in capture_push._variants(p)} == captured
     assert [w.capture_label for w in capture_push._variants("sse")] == ["HTTP/1.1", "HTTP/2 (h2c)"]
+    assert [w.capture_label for w in capture_push._variants("grpc")] == ["gRPC streaming (h2c)"]  # Subscribe
 
 
 def test_the_push_capture_makes_each_ways_client_through_the_lab_with_its_options(monkeypatch) -> None:

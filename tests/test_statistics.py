@@ -488,3 +488,37 @@ def test_intervals_in_runs_of_cycles_cover_a_ratio_that_drifts_where_cycle_by_cy
                 covered[length] += low <= 3.0 <= high
         assert one_by_one[0] <= covered[1] / 60 <= one_by_one[1], (drift, covered)
         assert in_runs[0] <= covered[None] / 60 <= in_runs[1], (drift, covered)
+
+
+def test_the_warm_up_keeps_at_most_its_lanes_calls_in_flight_and_every_subject_advances():
+    """45 subjects' warm-ups at once overloaded the one database (a fetch-100 past the
+    client's deadline): with lanes=3, never more than three calls run at once, a subject's
+    own calls never overlap, and each subject gets its count while the others go on."""
+    import threading
+    import time
+
+    from benchmarks.interleave import Design, measure
+    lock = threading.Lock()
+    in_flight = {"now": 0, "most": 0}
+    mine: dict[str, int] = {}
+    made: dict[str, int] = {}
+
+    def call(name):
+        def one():
+            with lock:
+                in_flight["now"] += 1
+                in_flight["most"] = max(in_flight["most"], in_flight["now"])
+                mine[name] = mine.get(name, 0) + 1
+                assert mine[name] == 1, f"{name}'s calls overlapped"
+                made[name] = made.get(name, 0) + 1
+            time.sleep(0.002)
+            with lock:
+                in_flight["now"] -= 1
+                mine[name] -= 1
+        return one
+    calls = {f"s{i}": call(f"s{i}") for i in range(10)}
+    m = measure(calls, Design(blocks=1, discard=0, warmup=5, settle_cycles=0, warmup_lanes=3), seed=4,
+                warmup={"s0": 40})
+    assert in_flight["most"] == 3
+    assert {n: w["calls"] for n, w in m.settle["warmup"].items()} == {"s0": 40, **{f"s{i}": 5 for i in range(1, 10)}}
+    assert made["s0"] == 41 and all(made[f"s{i}"] == 6 for i in range(1, 10))  # and one measured cycle each

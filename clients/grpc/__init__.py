@@ -21,6 +21,7 @@ DESCRIPTOR = Protocol(
     fuzzer="clients.grpc.fuzz:fuzzer", load_client="clients.grpc.load:connect", crosscheck="crosscheck",
     crosscheck_plan="clients.grpc.client:wire_plan", codegen="clients.grpc.codegen:write",
     push=(PushWay("grpc", "gRPC server streaming (h2c)", "gRPC stream", mode="grpc",
+                  capture_label="gRPC streaming (h2c)",
                   framing="gRPC over HTTP/2 (h2c): each message a protobuf PushMessage (its events typed, not JSON) "
                           "behind a 5-byte prefix, in DATA frames (9-byte header each)",
                   note="one Subscribe server stream per client, all on one HTTP/2 connection (grpc-go's "

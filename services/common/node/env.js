@@ -2,9 +2,11 @@
 // PORT, LAB_THREADS (the worker budget), TLS when the lab asks for it, and a
 // clean stop on SIGTERM/SIGINT.
 import { appendFileSync, readFileSync } from 'node:fs';
-import { createServer as createHttp } from 'node:http';
+import { ServerResponse, createServer as createHttp } from 'node:http';
 import { createServer as createHttp2, createSecureServer as createHttp2Secure } from 'node:http2';
 import { createServer as createHttps } from 'node:https';
+import { createServer as createTcp } from 'node:net';
+import { Duplex } from 'node:stream';
 import tls from 'node:tls';
 
 export const HOST = process.env.HOST ?? '127.0.0.1';
@@ -45,8 +47,15 @@ export function noDelay(server) {
 // caps the value at net.core.somaxconn.
 export const BACKLOG = 4096;
 
-/** Listens on HOST:PORT with the lab's backlog (a node:net, http or http2 server). */
+/** Listens on HOST:PORT with the lab's backlog (a node:net, http or http2 server); a port it cannot
+ * have (taken, not permitted) ends the process with one line saying so. */
 export function listen(server) {
+  const refused = (err) => {
+    console.error(`cannot listen on ${HOST}:${PORT}: ${err.message}`);
+    process.exit(1);
+  };
+  server.once('error', refused);
+  server.once('listening', () => server.off('error', refused));
   return server.listen({ host: HOST, port: PORT, backlog: BACKLOG });
 }
 
@@ -141,6 +150,71 @@ export function fastifyServerOptions() {
 /** HTTP/1.1 and HTTP/2 on one TLS port, chosen by ALPN (node:http2's secure server). */
 export function createHttpAndH2SecureServer(options, handler) {
   return createHttp2Secure({ ...options, ...tlsOptions(['h2', 'http/1.1']), allowHTTP1: true }, handler);
+}
+
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+// The socket as a plain stream, with the bytes already read put back in front:
+// http2 reads a net.Socket through its native handle, past any unshift().
+function replay(socket, first) {
+  const stream = new Duplex({
+    read() { socket.resume(); },
+    write(chunk, encoding, callback) { socket.write(chunk, callback); },
+    final(callback) { socket.end(); callback(); },
+    destroy(err, callback) { socket.destroy(); callback(err); },
+  });
+  stream.push(first);
+  socket.on('data', (data) => { if (!stream.push(data)) socket.pause(); });
+  socket.on('end', () => stream.push(null));
+  socket.on('close', () => stream.destroy());
+  return stream;
+}
+
+// An HTTP/1.1 reply written before its request's body has all arrived (a request over the size
+// limit, refused from its Content-Length or its first bytes) closes the connection after it, as Go's
+// net/http does: on a kept-alive connection the client may still be sending the rest of that body,
+// and Node.js would wait for it before reading the next request (Connect's conformance suite's Go
+// client hung there: gRPC-Web over HTTP/1.1, a request over the receive limit and the next one).
+// A request without a body (no Content-Length or a zero one, no Transfer-Encoding: a GET) keeps its
+// connection whenever it is answered (its `complete` is still false in a handler that answers at once).
+class CloseUnreadResponse extends ServerResponse {
+  writeHead(...args) {
+    const { headers } = this.req;
+    const body = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+    if (body && !this.req.complete) this.shouldKeepAlive = false;
+    return super.writeHead(...args);
+  }
+}
+
+/** HTTP/1.1 and HTTP/2 on one port, as Go's h2c handler serves them: in cleartext a connection that
+ * opens with HTTP/2's preface is h2c (prior knowledge), any other HTTP/1.1 (node:http2's allowHTTP1
+ * applies to its secure server only); over TLS, HTTP/2 or HTTP/1.1 as ALPN chose. TCP_NODELAY on
+ * every connection; an HTTP/1.1 reply before its request's whole body closes the connection after
+ * it (CloseUnreadResponse). { server: to listen(), http1: the HTTP/1.1 server (closeAllConnections) }.
+ * `options`: node:http's (keepAliveTimeout). */
+export function createHttpAndH2Server(options, handler) {
+  if (TLS) {
+    const server = createHttpAndH2SecureServer({ Http1ServerResponse: CloseUnreadResponse }, handler);
+    server.on('connection', (socket) => socket.setNoDelay(true));
+    return { server, http1: null };
+  }
+  const http1 = createHttp({ ...options, ServerResponse: CloseUnreadResponse }, handler);
+  const http2 = createHttp2({}, handler);
+  const server = createTcp({ noDelay: true }, (socket) => {
+    socket.on('error', () => {});
+    socket.once('data', (chunk) => {
+      socket.pause();
+      const n = Math.min(chunk.length, H2_PREFACE.length);
+      if (chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
+        http2.emit('connection', replay(socket, chunk));
+      } else {
+        socket.unshift(chunk);
+        http1.emit('connection', socket);
+        socket.resume();
+      }
+    });
+  });
+  return { server, http1 };
 }
 
 /** grpc-js's server credentials: TLS (its own handshake) when the lab asks for it. */

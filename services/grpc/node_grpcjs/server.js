@@ -23,7 +23,7 @@ import {
   ContractError, DEFAULT_LIST_LIMIT, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
   MAX_REQUEST_BYTES, NULLABLE_BOOL, STR_LIST, asContractError, invalid,
 } from '../../common/node/contract.js';
-import { HOST, PORT, grpcServerCredentials, listen, onStop } from '../../common/node/env.js';
+import { grpcServerCredentials, listen, onStop } from '../../common/node/env.js';
 import {
   PUSH, nowNs, run as runFeed, subscription,
 } from '../../common/node/push.js';
@@ -222,10 +222,6 @@ const injector = server.createConnectionInjector(grpcServerCredentials(grpc));
 const listener = net.createServer((socket) => {
   socket.setNoDelay(true);
   injector.injectConnection(socket);
-});
-listener.on('error', (err) => {
-  console.error(`cannot listen on ${HOST}:${PORT}: ${err.message}`);
-  process.exit(1);
 });
 listen(listener);
 onStop(() => new Promise((resolve) => {

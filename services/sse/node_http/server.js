@@ -2,21 +2,16 @@
 // modules, no framework: GET /events?feed=...; HTTP/1.1 and cleartext HTTP/2
 // (h2c, prior knowledge) on one port, told apart by the connection's first
 // bytes. A push service: the feeds and a health call, no CRUD.
-import { createServer as createHttp1 } from 'node:http';
-import { createServer as createHttp2 } from 'node:http2';
-import { createServer as createTcp } from 'node:net';
-import { Duplex } from 'node:stream';
 import { constants, createGzip } from 'node:zlib';
 import { gzipFor, sendWhole } from '../../common/node/compression.js';
 import { ContractError, asContractError, invalid } from '../../common/node/contract.js';
-import { TLS, createHttpAndH2SecureServer, listen, onStop } from '../../common/node/env.js';
+import { createHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
 import { dumps } from '../../common/node/json.js';
 import { PUSH, run, subscription } from '../../common/node/push.js';
 import { Store } from '../../common/node/store.js';
 
 const store = new Store();
 const KEEPALIVE_MS = PUSH.keepalive_seconds * 1000;
-const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
 function respondJson(res, status, body) {
   sendWhole(res, status, { 'content-type': 'application/json' }, dumps(body));
@@ -121,44 +116,12 @@ function handler(req, res) {
   });
 }
 
-const http1 = createHttp1({ keepAliveTimeout: 75_000 }, handler);
-const http2 = createHttp2({}, handler);
-// The socket as a plain stream, with the bytes already read put back in front:
-// http2 reads a net.Socket through its native handle, past any unshift().
-function replay(socket, first) {
-  const stream = new Duplex({
-    read() { socket.resume(); },
-    write(chunk, encoding, callback) { socket.write(chunk, callback); },
-    final(callback) { socket.end(); callback(); },
-    destroy(err, callback) { socket.destroy(); callback(err); },
-  });
-  stream.push(first);
-  socket.on('data', (data) => { if (!stream.push(data)) socket.pause(); });
-  socket.on('end', () => stream.push(null));
-  socket.on('close', () => stream.destroy());
-  return stream;
-}
-
-// One port for both: a connection that opens with the HTTP/2 preface is h2c;
-// over TLS (the tls variants), HTTP/2 or HTTP/1.1 as ALPN chose.
-const server = TLS ? createHttpAndH2SecureServer({}, handler) : createTcp({ noDelay: true }, (socket) => {
-  socket.on('error', () => {});
-  socket.once('data', (chunk) => {
-    socket.pause();
-    const n = Math.min(chunk.length, H2_PREFACE.length);
-    if (chunk.subarray(0, n).equals(H2_PREFACE.subarray(0, n))) {
-      http2.emit('connection', replay(socket, chunk));
-    } else {
-      socket.unshift(chunk);
-      http1.emit('connection', socket);
-      socket.resume();
-    }
-  });
-});
-if (TLS) server.on('connection', (socket) => socket.setNoDelay(true));
+// One port for both (services/common/node/env.js): a connection that opens with the HTTP/2
+// preface is h2c; over TLS (the tls variants), HTTP/2 or HTTP/1.1 as ALPN chose.
+const { server, http1 } = createHttpAndH2Server({ keepAliveTimeout: 75_000 }, handler);
 listen(server);
 onStop(() => new Promise((resolve) => {
   server.close();
-  http1.closeAllConnections();
+  http1?.closeAllConnections();
   store.close().finally(resolve);
 }));
