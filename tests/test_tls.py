@@ -112,7 +112,7 @@ def test_the_axis_is_asked_for_and_never_in_the_default_run(monkeypatch) -> None
     asked = [i.name for i in registry.discover() if i.secure]
     every = [f"{b.name}+{v}" for b in registry.bases() for v in ("tls13", "tls12")
              if v in dict(b.supported).get("tls", ())]
-    assert asked == every and len(asked) == 39  # 20 implementations, grpcio without tls12
+    assert asked == every and len(asked) == 41  # 21 implementations, grpcio without tls12
     assert all("tls" in dict(b.supported) for b in registry.bases())
 
 
