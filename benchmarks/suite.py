@@ -35,7 +35,7 @@ from typing import Any
 
 from benchmarks.interleave import Design, measure
 from lab import dataset, workload
-from lab.axes import DEFAULT_MODE, LOOPBACK, Site, parse_subject
+from lab.axes import DEFAULT_MODE, LOOPBACK, Site, parse_subject, references, value_axis
 from lab.resources import CpuClock
 from lab.running import Sites
 from lab.stats import noise
@@ -258,15 +258,22 @@ def rank_sites(result: Result, confidence: float = CONFIDENCE) -> None:
 
 def counterparts(subjects: list[str]) -> list[tuple[str, str, str]]:
     """(a, b, axis): pairs of the run's subjects that differ along one axis only, b the
-    reference: a variant and its base at one site ("workers"), a subject in Docker and
-    natively ("mode"), across a path and on loopback ("path")."""
+    reference: a variant and its base at one site, or the value its axis names as its
+    reference (lab/axes.py, Value.reference_for: h2 ÷ h1tls) ("variant"), a subject in Docker
+    and natively ("mode"), across a path and on loopback ("path")."""
     present = set(subjects)
     out = []
     for subject in subjects:
         name, site = parse_subject(subject)
-        base = name.split("+")[0]
+        base, *values = name.split("+")
         if base != name and site.subject(base) in present:
             out.append((subject, site.subject(base), "variant"))
+        for value in values:
+            axis = value_axis(value)
+            for reference in references(axis, value) if axis else ():
+                other = site.subject("+".join([base, *(reference if v == value else v for v in values)]))
+                if other in present:
+                    out.append((subject, other, "variant"))
         if site.mode != DEFAULT_MODE and Site(DEFAULT_MODE, site.path).subject(name) in present:
             out.append((subject, Site(DEFAULT_MODE, site.path).subject(name), "mode"))
         if site.path.veth and Site(site.mode, LOOPBACK).subject(name) in present:

@@ -2,7 +2,8 @@
 
 `dissect(path, decode_as)` runs `tshark -r FILE -d tcp.port==P,PROTO ...` once
 and returns, per frame number, the application framing tshark found in it:
-HTTP/1.1 messages (`http.request`/`http.response`, `http.content_length`),
+HTTP/1.1 messages (`http.request`/`http.response`, `http.content_length`, or a chunked
+body's `http.chunk_size`s),
 HTTP/2 frames (`http2.type`, `http2.length`, `http2.streamid`, `http2.magic`),
 WebSocket frames (`websocket.opcode`, `websocket.mask`,
 `websocket.payload_length[_ext_16|_ext_64]`), MongoDB commands (the first
@@ -67,15 +68,21 @@ class WsFrame:
 class Layers:
     http_request: bool = False
     http_response: bool = False
-    http_body: int = 0                     # sum of http.content_length
+    http_body: int = 0                     # sum of http.content_length, and of a chunked body's http.chunk_size
     h2_magic: bool = False
     h2: list[H2Frame] = field(default_factory=list)
     messages: dict[str, list[int]] = field(default_factory=dict)  # message-length field -> its values
     ws: list[WsFrame] = field(default_factory=list)
     mongo_command: str = ""                # first element name of the first message
 
+    @property
+    def framed(self) -> bool:
+        """tshark found an application framing in the frame (HTTP, HTTP/2, WebSocket, a protocol's messages):
+        over TLS, only when it could decrypt it."""
+        return bool(self.http_request or self.http_response or self.h2_magic or self.h2 or self.ws or self.messages)
 
-_BASE_FIELDS = ("frame.number", "http.request", "http.response", "http.content_length",
+
+_BASE_FIELDS = ("frame.number", "http.request", "http.response", "http.content_length", "http.chunk_size",
                 "http2.magic", "http2.type", "http2.length", "http2.streamid",
                 "websocket.opcode", "websocket.mask", "websocket.payload_length",
                 "websocket.payload_length_ext_16", "websocket.payload_length_ext_64",
@@ -124,11 +131,11 @@ def dissect(path: str | Path, decode_as: Mapping[int, str], keylog: str | Path |
     out: dict[int, Layers] = {}
     for line in done.stdout.splitlines():
         values = line.split("\t")
-        (number, req, resp, clen, magic, h2type, h2len, h2stream, ws_op, ws_mask,
+        (number, req, resp, clen, chunks, magic, h2type, h2len, h2stream, ws_op, ws_mask,
          ws_len, ws_16, ws_64, mongo_names) = values[:len(_BASE_FIELDS)]
         layers = Layers(
             http_request=any(_bools(req)), http_response=any(_bools(resp)),
-            http_body=sum(_ints(clen)), h2_magic=bool(magic),
+            http_body=sum(_ints(clen)) + sum(_ints(chunks)), h2_magic=bool(magic),
             h2=[H2Frame(t, n, s) for t, n, s in zip(_ints(h2type), _ints(h2len),
                                                      _ints(h2stream), strict=True)],
             messages={f: _ints(v) for f, v in zip(MESSAGE_FIELDS, values[len(_BASE_FIELDS):],

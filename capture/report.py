@@ -63,6 +63,9 @@ def markdown(results: dict[str, Any]) -> str:
                               for op, c in carried.items() if c) + ".", ""]
     if results["problems"]:
         lines += ["**Problems:** " + "; ".join(results["problems"]), ""]
+    if results.get("unread"):
+        lines += ["**Application payload not read** (its column reads 0): "
+                  + "; ".join(f"`{k}`: {why}" for k, why in results["unread"].items()), ""]
 
     lines += ["The study's Table 7 beside these figures (Kamiński et al. 2023) is in the report: "
               "`make report`, section \"Bytes on the wire\" (studies/kaminski2023/wire.py).", ""]

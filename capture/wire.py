@@ -112,8 +112,9 @@ def _descriptor(protocol: str | Protocol) -> Protocol:
 def subject_framing(impl: Any) -> tuple[str, Protocol]:
     """(the tshark dissector of a subject's port, its protocol's descriptor as its variant frames the
     wire: lab.registry Implementation.framing, e.g. an HTTP/1.1 protocol's subject over HTTP/2).
-    Over TLS (its capture entry "tls") the port is decoded as TLS with the clients' key log, and
-    tshark picks HTTP/2 or HTTP/1.1 inside by the connection's ALPN."""
+    Over TLS (its capture entry "tls") the port is decoded as TLS with the run's key log (the lab's
+    clients' and the services' secrets: measure), and tshark picks HTTP/2 or HTTP/1.1 inside by the
+    connection's ALPN, and a protocol's own messages inside HTTP/2 by their content type."""
     framing = impl.framing()
     return ("tls" if impl.capture().get("tls") else framing.dissector), framing
 
@@ -272,6 +273,14 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
     ensure_tshark()
     started = time.monotonic()
     with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-wire-")))
+        # The TLS key log, named before the lab starts: the lab's Python clients write their TLS secrets
+        # to SSLKEYLOGFILE (ssl.create_default_context reads it as a context is made) and the services of
+        # TLS subjects append theirs (lab/tls.py, keylog_environment: Go's KeyLogWriter, Python's
+        # keylog_filename, Node's 'keylog' event), for the clients whose TLS library logs none (grpcio's,
+        # connect-python's pyqwest); tshark decrypts with it.
+        keylog = tmp / "tls-keys.log"
+        stack.enter_context(_environment("SSLKEYLOGFILE", str(keylog)))
         link = stack.enter_context(veth_namespace(mtu=1500)) if netns else None
         with _lab_host(link.host_addr if link else None):
             lab = stack.enter_context(running_lab(names, "native"))
@@ -288,13 +297,6 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         assert db_port is not None
         store = lab.store()
         stack.callback(store.close)
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="protolab-wire-")))
-        # A subject over TLS: the lab's Python clients write their TLS secrets to SSLKEYLOGFILE
-        # (ssl.create_default_context reads it as a context is made), and tshark decrypts with it.
-        keylog: Path | None = None
-        if any(dissector == "tls" for dissector, _ in framing.values()):
-            keylog = tmp / "tls-keys.log"
-            stack.enter_context(_environment("SSLKEYLOGFILE", str(keylog)))
         local = Workload(lambda name: lab.client(name, **call_timeout(name)), ports)
         stack.callback(local.close_all)
         if link:
@@ -349,7 +351,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         for k in ports:
             decode.setdefault(ports[k], framing[k][0])
         service_layers = dissect(service_cap.path, {**decode, **({db_port: "mongo"} if database else {})},
-                                 keylog=keylog if keylog is not None and keylog.exists() else None)
+                                 keylog=keylog if keylog.exists() else None)
         if db_cap is not None:
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
             db_layers = dissect(db_cap.path, {db_port: "mongo"})
@@ -380,7 +382,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         results["context"]["subject_framing"] = {
             k: {"dissector": d, "transport": f.transport,
                 "payload": "HTTP/2 DATA frame payloads" if f.payload == "http2_data" else f.payload_source,
-                "decrypted_with_client_key_log": d == "tls"}
+                "decrypted_with_key_log": d == "tls"}
             for k, (d, f) in framing.items() if (d, f.transport) != (PROTOCOLS[protocols[k]].dissector,
                                                                      PROTOCOLS[protocols[k]].transport)}
         results["context"]["records"] = _record_sizes(operations)
@@ -457,6 +459,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
     new: dict[str, dict[str, Any]] = {}
     database: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
+    unread: dict[str, str] = {}  # subject -> why its application payload reads 0 (nothing of its framing decoded)
     candidates: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for w in windows:
         name, op, kind = w["name"], w["op"], w["kind"]
@@ -478,6 +481,11 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             if lost:
                 problems.append(f"{name} {op} steady: the capture lost {lost:,} payload bytes (sequence gaps): "
                                 "its bytes are undercounted")
+            data = [p for p in window if p.payload]
+            if data and not any(p.number in layers and layers[p.number].framed for p in data):
+                unread[name] = (f"tshark decoded nothing of its framing in {len(data)} data segments: over TLS, no "
+                                "key log line for its connections (neither its client's TLS library nor its "
+                                "server's logs its secrets), so its application payload reads 0")
             steady.setdefault(name, {})[op] = {
                 **summary(tally(window, port), nops,
                           app_payload(window, layers, port, framing(name))),
@@ -505,4 +513,4 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
         database.setdefault(name, {}).setdefault(op, {})["new_connection"] = db
     return {"operations": list(operations), "ports": ports, "protocols": protocols,
             "steady": steady, "new_connection": new, "database": database,
-            "problems": problems}
+            "problems": problems, "unread": unread}

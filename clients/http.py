@@ -11,6 +11,10 @@ the transport is httpx with h2 (HttpxTransport): "h2" over TLS, ALPN offering h2
 http/1.1 as a browser does, "h2c" cleartext with prior knowledge (the connection preface
 first, RFC 9113 3.3). Every answer's HTTP version is checked: an answer that did not
 come in HTTP/2 raises NotHttp2, never passes as a silent fallback to HTTP/1.1.
+
+"h1tls" is HTTP/1.1 over TLS on that same httpx client (ALPN offering http/1.1 alone), to the
+h2 subject's own server process (lab/axes.py): the reference an h2 subject is divided by with
+the client library the same; every answer checked to be HTTP/1.1 chosen by ALPN.
 """
 
 from __future__ import annotations
@@ -84,11 +88,18 @@ class RequestsTransport:
         self.session.close()
 
 
-# The HTTP versions of the lab's axis (lab/axes.py, axis http) and what each means to a client.
-HTTP_VERSIONS = ("h1", "h2", "h2c")
+# The HTTP versions of the lab's axis (lab/axes.py, axis http) and what each means to a client:
+# h1 on requests; h1tls (HTTP/1.1 over TLS), h2 and h2c on httpx (HttpxTransport).
+HTTP_VERSIONS = ("h1", "h1tls", "h2", "h2c")
+ON_HTTPX = ("h1tls", "h2", "h2c")
 
 
-class NotHttp2(ConnectionError):
+class WrongHttpVersion(ConnectionError):
+    """A subject answered in another HTTP version than its `http` names: the lab's client
+    refuses it rather than measure the other."""
+
+
+class NotHttp2(WrongHttpVersion):
     """An HTTP/2 subject answered in another HTTP version (ALPN chose http/1.1, or an h2c
     port answered HTTP/1.1): the lab's client refuses it rather than measure the other."""
 
@@ -98,8 +109,8 @@ def check_http(http: str | None, ca_file: str | None) -> str:
     http = http or "h1"
     if http not in HTTP_VERSIONS:
         raise ValueError(f"http {http!r}: expected one of {', '.join(HTTP_VERSIONS)}")
-    if http == "h2" and not ca_file:
-        raise ValueError("http 'h2' is HTTP/2 over TLS: give the CA to verify (ca_file)")
+    if http in ("h2", "h1tls") and not ca_file:
+        raise ValueError(f"http {http!r} is over TLS: give the CA to verify (ca_file)")
     if http == "h2c" and ca_file:
         raise ValueError("http 'h2c' is cleartext HTTP/2: no ca_file")
     return http
@@ -118,15 +129,16 @@ def request_headers(compression: str | None) -> dict[str, str]:
 
 def http2_client(http: str, timeout: float | httpx.Timeout, ca_file: str | None = None,
                  headers: dict[str, str] | None = None, **limits: Any) -> httpx.Client:
-    """An httpx client that speaks HTTP/2 as `http` says: "h2" over TLS verifying `ca_file` alone
-    (ALPN offers h2 and http/1.1), "h2c" with prior knowledge (HTTP/1.1 off). The environment's
+    """An httpx client that speaks as `http` says: "h2" over TLS verifying `ca_file` alone
+    (ALPN offers h2 and http/1.1), "h2c" with prior knowledge (HTTP/1.1 off), "h1tls" HTTP/1.1
+    over TLS verifying `ca_file` alone (HTTP/2 off: ALPN offers http/1.1 alone). The environment's
     proxies and CA bundles are not read (the lab's services are its own). `limits`: httpx.Limits'."""
-    if http not in ("h2", "h2c"):
-        raise ValueError(f"http {http!r}: an HTTP/2 client is h2 or h2c")
+    if http not in ON_HTTPX:
+        raise ValueError(f"http {http!r}: the lab's httpx client is one of {', '.join(ON_HTTPX)}")
     # ssl.create_default_context reads SSLKEYLOGFILE: the capture's key log (capture/wire.py).
     verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
-    return httpx.Client(http1=(http == "h2"), http2=True, verify=verify, timeout=timeout, headers=headers,
-                        trust_env=False, limits=httpx.Limits(**limits) if limits else httpx.Limits())
+    return httpx.Client(http1=(http != "h2c"), http2=(http != "h1tls"), verify=verify, timeout=timeout,
+                        headers=headers, trust_env=False, limits=httpx.Limits(**limits) if limits else httpx.Limits())
 
 
 def negotiated(response: httpx.Response) -> tuple[str, str | None]:
@@ -137,8 +149,14 @@ def negotiated(response: httpx.Response) -> tuple[str, str | None]:
 
 
 def require_http2(response: httpx.Response, http: str) -> None:
-    """Raises NotHttp2 unless `response` came in HTTP/2 (over TLS: h2 chosen by ALPN)."""
+    """Raises NotHttp2 unless `response` came in HTTP/2 (over TLS: h2 chosen by ALPN); for "h1tls",
+    WrongHttpVersion unless it came in HTTP/1.1 with http/1.1 chosen by ALPN."""
     version, alpn = negotiated(response)
+    if http == "h1tls":
+        if version != "HTTP/1.1" or alpn != "http/1.1":
+            raise WrongHttpVersion(f"an h1tls subject answered in {version} (ALPN chose {alpn!r}) at "
+                                   f"{response.request.url}: expected HTTP/1.1 chosen by ALPN")
+        return
     if version != "HTTP/2" or (http == "h2" and alpn != "h2"):
         raise NotHttp2(f"an {http} subject answered in {version}" + (f" (ALPN chose {alpn!r})" if alpn else "")
                        + f" at {response.request.url}: the lab's client does not fall back to HTTP/1.1")
@@ -147,6 +165,7 @@ def require_http2(response: httpx.Response, http: str) -> None:
 class HttpxTransport:
     """HTTP/2 (h2 over TLS by ALPN, or h2c with prior knowledge) on one httpx client: one
     connection, kept, each call a stream on it; every answer checked to be HTTP/2 (require_http2).
+    "h1tls": HTTP/1.1 over TLS on the same client, one kept-alive connection, checked the same way.
     `client`: an httpx client to share (the load instrument's users share one connection:
     clients/<protocol>/load.py); closed here only when this transport made it."""
 
@@ -172,7 +191,7 @@ class HttpxTransport:
 def transport(timeout: float, http: str | None = None, ca_file: str | None = None,
               compression: str | None = None) -> Transport:
     """The lab's transport for a client of the HTTP version `http` (None or "h1": requests, as
-    every client always had; "h2" or "h2c": httpx with h2)."""
+    every client always had; "h2" or "h2c": httpx with h2; "h1tls": httpx in HTTP/1.1 over TLS)."""
     if check_http(http, ca_file) == "h1":
         return RequestsTransport(timeout, ca_file, compression)
     return HttpxTransport(timeout, http or "h1", ca_file, compression)

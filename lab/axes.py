@@ -56,6 +56,12 @@ class Value:
     # The value changes only the lab's client (a protocol's own axis: clients/protocols.py, ClientAxis):
     # its subject is served by the process of the subject without it (lab/registry.py, served_by).
     client_only: bool = False
+    # A client-only value served by the process of the subject with this value of its axis in its place
+    # (h1tls: the h2 subject's), not by the axis' base ("": the base's).
+    served_with: str = ""
+    # Values of its axis whose subjects a run divides by this value's subject too, besides by their base
+    # (benchmarks/suite.py, counterparts): h2 ÷ h1tls, the client library the same.
+    reference_for: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,13 +83,6 @@ def _frozen(**env: str) -> Mapping[str, str]:
     return MappingProxyType(dict(env))
 
 
-# Why Docker mode leaves the TLS subjects out (for now): their certificate and key are
-# made per run in a temporary directory of the lab's host (lab/tls.py), while compose.yaml
-# is generated once from the manifests and committed; mounting them would put a per-run
-# host path (and a key) into every container's definition. Measured natively only.
-_TLS_NOT_IN_DOCKER = ("the run's certificate and key are made at run time on this host (lab/tls.py) and "
-                      "compose.yaml, generated and committed, mounts no per-run file: TLS is measured natively")
-
 # The variant axes. A manifest's `[variants]` names, per axis, the values its
 # implementation supports, its base first.
 VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
@@ -98,16 +97,17 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
     # and expands the placeholders: the service gets its certificate chain and key, the
     # lab's client the CA it verifies against; the endpoint's scheme becomes the secure one
     # (https://, wss://; a bare host:port's client makes its channel secure: clients/protocols.py, secure_endpoint).
+    # In Docker mode the same files, mounted into the service's container (lab/host/compose.py).
     Axis("tls", "TLS between the client and the service (the lab's own CA, made at run time)", (
         Value("plain", "no TLS: cleartext TCP"),
         Value("tls13", "TLS 1.3 only (the service refuses 1.2), the lab's CA verified by the client",
               service_env=_frozen(LAB_TLS="1.3", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
               client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.3"}),
-              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=200),
+              port_shift=200),
         Value("tls12", "TLS 1.2 only (the service refuses 1.3), the lab's CA verified by the client",
               service_env=_frozen(LAB_TLS="1.2", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
               client=MappingProxyType({"ca_file": "{tls_ca}"}), capture=MappingProxyType({"tls": "1.2"}),
-              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=300),
+              port_shift=300),
     )),
     # HTTP/2 for the protocols whose calls are HTTP requests or whose feeds are HTTP streams.
     # h2 is HTTP/2 over TLS 1.3, chosen by ALPN (the service offers h2 and http/1.1; the tls axis'
@@ -123,13 +123,21 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
               service_env=_frozen(LAB_HTTP="h2", LAB_TLS="1.3", LAB_TLS_CERT="{tls_cert}", LAB_TLS_KEY="{tls_key}"),
               client=MappingProxyType({"http": "h2", "ca_file": "{tls_ca}"}),
               capture=MappingProxyType({"transport": "http2", "payload": "http2_data", "tls": "1.3"}),
-              not_in_docker=_TLS_NOT_IN_DOCKER, port_shift=400),
+              port_shift=400),
         Value("h2c", "cleartext HTTP/2 with prior knowledge: the lab's client opens with the connection "
                      "preface, and an answer in HTTP/1.1 is an error",
               service_env=_frozen(LAB_HTTP="h2c"),
               client=MappingProxyType({"http": "h2c"}),
               capture=MappingProxyType({"transport": "http2", "payload": "http2_data"}),
               port_shift=500),
+        # h2 ÷ h1 compares requests (h1) with httpx (h2) as well as the HTTP versions; h2 ÷ h1tls changes the
+        # HTTP version alone: the same server process, the same TLS, the same client library.
+        Value("h1tls", "HTTP/1.1 over TLS 1.3 to the h2 subject's own process (its ALPN offers h2 and http/1.1; "
+                       "the lab's client offers http/1.1 alone), on the client library h2 uses (httpx): what h2 "
+                       "is divided by with only the HTTP version changed; an answer not in HTTP/1.1 is an error",
+              client=MappingProxyType({"http": "h1tls", "ca_file": "{tls_ca}"}),
+              capture=MappingProxyType({"tls": "1.3"}),
+              client_only=True, served_with="h2", reference_for=("h2",)),
     )),
     Axis("compression",
          "the payload compressed by the protocol's own mechanism, negotiated the way its clients do it: "
@@ -153,6 +161,17 @@ VARIANT_AXES: dict[str, Axis] = {a.name: a for a in (
          )),
 )}
 
+
+
+def value_axis(value: str) -> str:
+    """The axis of `value` ("" when no axis has it)."""
+    return next((a.name for a in VARIANT_AXES.values() if any(v.name == value for v in a.values)), "")
+
+
+def references(axis: str, value: str) -> list[str]:
+    """The values of `axis` whose subjects a subject with `value` is divided by besides its base
+    (Value.reference_for: h2 -> h1tls)."""
+    return [v.name for v in VARIANT_AXES[axis].values if value in v.reference_for]
 
 
 def _protocols_axes() -> None:

@@ -12,8 +12,10 @@ What a service gets, and nothing else of the lab's own environment:
 - what its subject's variant sets (lab/axes.py, Value.service_env), the run's own
   files put in place of the axis table's placeholders: a TLS subject's certificate
   chain and key (LAB_TLS_CERT, LAB_TLS_KEY: lab/tls.py, made at run time for the
-  addresses it binds and is dialled at). Docker mode leaves such subjects out
-  (lab/axes.py, Value.not_in_docker, says why).
+  addresses it binds and is dialled at; in Docker mode the paths inside its container
+  of a directory the lab mounts there: lab/host/compose.py), and, when the lab's
+  environment names a key log (SSLKEYLOGFILE: the wire capture's), that key log, for
+  the service to append its TLS secrets to (lab/tls.py, keylog_environment).
 
 The lab's client of a subject gets its options the same way (client_options: the
 CA file it verifies against).
@@ -49,17 +51,21 @@ def run_settings() -> dict[str, str]:
 
 
 def service_environment(impl: Any, *, host: str, port: int | str, mongodb_uri: str,
-                        root: str | None = None, settings_values: dict[str, str] | None = None) -> dict[str, str]:
+                        root: str | None = None, settings_values: dict[str, str] | None = None,
+                        tls_files: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of `impl` (a lab.registry.Implementation, any variant) bound to
     host:port, on the database at `mongodb_uri`. `root`: where the repository is as the
     service sees it (its container's /app in Docker mode); `settings_values`: the run's
-    settings as given (Compose passes placeholders)."""
+    settings as given (Compose passes placeholders); `tls_files`: the TLS files' paths as
+    the service sees them (placeholder -> path: its container's mount), else made here."""
     root = str(settings.ROOT) if root is None else root
+    variant = tls.expand(impl.service_env(), hosts=(host, settings.dial_host()), files=tls_files)
     return {
         "HOST": host, "PORT": str(port), "MONGODB_URI": mongodb_uri,
         "LAB_CONTRACT": f"{root}/contract/contract.json", "PYTHONPATH": root,
         **(run_settings() if settings_values is None else settings_values),
-        **tls.expand(impl.service_env(), hosts=(host, settings.dial_host())),
+        **variant,
+        **({} if tls_files is not None else tls.keylog_environment(variant)),
     }
 
 

@@ -172,8 +172,14 @@ class Implementation:
         whose process, endpoint and port it shares."""
         supported = dict(self.supported)
         changed = [(a, v) for a, v in self.values if supported[a][0] != v]
-        kept = [v for a, v in changed if not axes.VARIANT_AXES[a].value(v).client_only]
-        if len(kept) == len(changed):
+        kept = []
+        for a, v in changed:
+            value = axes.VARIANT_AXES[a].value(v)
+            if not value.client_only:
+                kept.append(v)
+            elif value.served_with:  # served by the subject with that value of its axis instead (h1tls: h2)
+                kept.append(value.served_with)
+        if kept == [v for _, v in changed]:
             return self.name
         return variant(self.base + "".join(f"+{v}" for v in kept)).name
 
@@ -364,7 +370,10 @@ def _manifest(path: Path) -> dict[str, Any]:
         if not isinstance(values, list) or not values:
             raise SystemExit(f"{path}: [variants] {axis} must list its values, the base first")
         for value in values:
-            axes.VARIANT_AXES[axis].value(value)  # raises on an unknown value
+            served_with = axes.VARIANT_AXES[axis].value(value).served_with  # raises on an unknown value
+            if served_with and served_with not in values:
+                raise SystemExit(f"{path}: [variants] {axis} lists {value!r}, which {served_with!r}'s process "
+                                 f"serves (lab/axes.py): list {served_with!r} too")
     for axis in manifest.get("unsupported", {}):
         if axis not in axes.VARIANT_AXES or axis in supported:
             raise SystemExit(f"{path}: [unsupported] names {axis!r}: not an axis of lab/axes.py, or one its "

@@ -65,6 +65,9 @@ def test_every_implementation_is_a_compose_service(impl) -> None:
     assert f'"127.0.0.1:${{{compose.port_variable(impl)}:-}}:{compose.container_port(impl)}"' in block
     assert "condition: service_healthy" in block
     assert "healthcheck:" not in block  # readiness: the lab, through the protocol's own client
+    # a TLS subject mounts the run's certificate directory (LAB_TLS_DIR) read-only; no other does
+    mount = f'    volumes: ["${{LAB_TLS_DIR:-./docker/tls}}:{compose.CONTAINER_TLS}:ro"]\n'
+    assert (mount in block) == compose.uses_tls_files(impl) == bool(impl.service_env().get("LAB_TLS"))
     assert (settings.ROOT / compose.dockerfile_of(impl)).is_file(), impl.dockerfile
     assert "\nHEALTHCHECK " not in (settings.ROOT / compose.dockerfile_of(impl)).read_text()
     assert f"SERVICE_COMMAND: {compose._q(compose.container_command(impl))}\n" in block
@@ -349,3 +352,68 @@ def test_a_setting_defined_once_reaches_the_service_natively_and_in_docker_in_on
                 client.close()
         # each site's baseline is its own database
         assert sites.lab_of("direct").database.uri != sites.lab_of("direct@docker").database.uri
+
+
+# TLS and HTTP/2 over TLS in Docker mode: the run's CA and certificate (lab/tls.py) mounted into the
+# containers (lab/host/compose.py, CONTAINER_TLS), dialled at 127.0.0.1 on the published port.
+TLS_IN_DOCKER = {  # subject -> (TLS version, the ALPN protocol the lab's client must get)
+    "rest/go_nethttp+tls13": ("TLSv1.3", "http/1.1"),
+    "rest/go_nethttp+h2": ("TLSv1.3", "h2"),
+    "grpc/go_grpc+tls13": ("TLSv1.3", "h2"),
+    "rest/python_flask+tls12": ("TLSv1.2", "http/1.1"),
+    "graphql/node_yoga+h2": ("TLSv1.3", "h2"),
+}
+
+
+def _tls_handshake(endpoint: str, ca: Path, alpn: list[str]) -> tuple[str | None, str | None]:
+    """(version, ALPN protocol) of a new TLS connection to `endpoint`, verified against `ca` alone
+    for the address the lab dials (127.0.0.1)."""
+    import socket
+    import ssl
+    from urllib.parse import urlsplit
+    parts = urlsplit(endpoint if "://" in endpoint else f"tcp://{endpoint}")
+    context = ssl.create_default_context(cafile=str(ca))
+    context.set_alpn_protocols(alpn)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=parts.hostname) as wrapped:
+        return wrapped.version(), wrapped.selected_alpn_protocol()
+
+
+@pytest.mark.docker
+def test_tls_and_h2_subjects_in_docker_are_verified_by_the_runs_ca(request: pytest.FixtureRequest) -> None:
+    """Each TLS subject's container serves the run's certificate for 127.0.0.1: the TLS version its subject
+    names, verified against the lab's CA; an h2 subject (and gRPC) chooses h2 by ALPN, the others
+    http/1.1; a client that trusts another CA is refused; the lab's own clients work through it (an
+    h2 subject's every answer checked to be HTTP/2), and the container reads the mounted files."""
+    import ssl
+
+    from lab import tls
+    reason = dockerd.docker_unavailable_reason()
+    if reason:
+        pytest.skip(f"Docker cannot run here: {reason}")
+    games = dataset.games()
+    with running_lab(list(TLS_IN_DOCKER), mode="docker", change_streams=False) as lab:
+        assert lab.mode == "docker"
+        for subject, (version, alpn) in TLS_IN_DOCKER.items():
+            endpoint = lab.endpoints[subject]
+            assert endpoint.split("//")[-1].startswith("127.0.0.1:"), endpoint
+            offered = ["h2", "http/1.1"] if alpn == "h2" else ["http/1.1"]
+            assert _tls_handshake(endpoint, tls.ca_file(), offered) == (version, alpn), subject
+            with pytest.raises(ssl.SSLCertVerificationError):
+                _tls_handshake(endpoint, tls.wrong_authority_file(), offered)
+            _one_round(lab, subject, games[13], games[14])
+            if subject.endswith("+h2"):
+                client = lab.client(subject)
+                try:
+                    client.health()
+                    assert client.transport.last == ("HTTP/2", "h2"), subject
+                finally:
+                    client.close()
+            env = _environ(lab.pids[subject])[0]
+            assert env["LAB_TLS_CERT"] == "/run/protolab-tls/server.pem" and env["LAB_TLS"], subject
+        client = lab.client("rest/go_nethttp+tls13", ca_file=str(tls.wrong_authority_file()))
+        try:
+            with pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+                client.health()
+        finally:
+            client.close()

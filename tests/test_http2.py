@@ -1,4 +1,5 @@
-"""HTTP/2 as a variant (lab/axes.py, axis http: h1, h2, h2c) for the protocols on HTTP requests
+"""HTTP/2 as a variant (lab/axes.py, axis http: h1, h2, h2c, and h1tls: HTTP/1.1 on h2's client
+library) for the protocols on HTTP requests
 and streams: the axis, the subjects it makes, and, with one lab of its own for this module,
 every h2 and h2c subject for real: HTTP/2 is what is negotiated (ALPN "h2" over TLS, the
 answer's version in cleartext), the lab's client never falls back to HTTP/1.1 silently, an
@@ -21,12 +22,13 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from benchmarks.suite import counterparts
 from clients.cooperative import load_transport
-from clients.http import HttpxTransport, NotHttp2, check_http
+from clients.http import HttpxTransport, NotHttp2, WrongHttpVersion, check_http, http2_client, require_http2
 from clients.rest.client import RestClient
 from clients.sse.client import SseClient
 from contract.errors import Unavailable
-from lab import axes, dataset, registry, tls
+from lab import axes, dataset, registry, settings, tls
 from lab.environment import client_options
 from lab.host import compose
 from lab.running import Lab
@@ -34,6 +36,8 @@ from lab.stack import running_lab
 
 HTTP2 = [i for i in registry.every_variant() if dict(i.values).get("http") in ("h2", "h2c")]
 SUBJECTS = [i.name for i in HTTP2]
+# HTTP/1.1 over TLS on httpx, to the h2 subject's own process: what h2 is divided by (client-only).
+H1TLS = [i.name for i in registry.every_variant() if dict(i.values).get("http") == "h1tls"]
 # Beside them: a cleartext HTTP/1.1-only subject and a TLS subject offering http/1.1 alone, for the
 # lab's HTTP/2 client to be refused by.
 H1_ONLY, TLS_H1_ONLY = "rest/go_nethttp", "rest/go_nethttp+tls13"
@@ -61,15 +65,17 @@ def _address(endpoint: str) -> tuple[str, int]:
 
 def test_the_axis_is_asked_for_and_never_in_the_default_run(monkeypatch) -> None:
     axis = axes.VARIANT_AXES["http"]
-    assert [v.name for v in axis.values] == ["h1", "h2", "h2c"] and not axis.in_default_run
+    assert [v.name for v in axis.values] == ["h1", "h2", "h2c", "h1tls"] and not axis.in_default_run
     h2, h2c = axis.value("h2"), axis.value("h2c")
     assert h2.service_env["LAB_HTTP"] == "h2" and h2.service_env["LAB_TLS"] == "1.3"
     assert h2c.service_env == {"LAB_HTTP": "h2c"} and h2.capture["transport"] == h2c.capture["transport"] == "http2"
     monkeypatch.delenv("LAB_VARIANTS", raising=False)
     assert not any(dict(i.values).get("http", "h1") != "h1" for i in registry.discover())
     monkeypatch.setenv("LAB_VARIANTS", "http")
-    asked = [i.name for i in registry.discover() if dict(i.values).get("http", "h1") != "h1"]
+    asked = [i.name for i in registry.discover() if dict(i.values).get("http", "h1") in ("h2", "h2c")]
     assert asked == SUBJECTS and len(asked) == 18  # REST, GraphQL and SSE: 3 languages each, h2 and h2c
+    assert [i.name for i in registry.discover() if dict(i.values).get("http") == "h1tls"] == H1TLS
+    assert len(H1TLS) == 9 and all(f"{s.split('+')[0]}+h2" in SUBJECTS for s in H1TLS)
     assert {registry.variant(s).protocol for s in asked} == {"rest", "graphql", "sse"}
 
 
@@ -105,7 +111,8 @@ def test_the_python_wsgi_services_run_under_hypercorn_for_http2_with_an_image_of
     assert go.command == registry.variant("rest/go_nethttp").command  # the same binary, LAB_HTTP set
     assert compose.image_name(go) == compose.image_name(registry.variant("rest/go_nethttp"))
     rendered = compose.render()
-    assert "rest-python-flask-h2c:" in rendered and "rest-python-flask-h2:" not in rendered  # h2 is TLS: native
+    assert "rest-python-flask-h2c:" in rendered and "rest-python-flask-h2:" in rendered  # h2 too: its files mounted
+    assert "rest-python-flask-h1tls:" not in rendered  # the h2 container serves it
     assert compose.stale_reason() is None
 
 
@@ -119,6 +126,34 @@ def test_the_client_option_is_checked_against_its_tls() -> None:
         check_http("h3", None)
     with pytest.raises(ValueError, match="HTTP/2 only"):
         load_transport("http://127.0.0.1:1", 1.0, shared=True)
+    assert check_http("h1tls", "/ca.pem") == "h1tls"
+    with pytest.raises(ValueError, match="over TLS"):
+        check_http("h1tls", None)
+
+
+@pytest.mark.parametrize("subject", H1TLS)
+def test_h1tls_is_the_h2_process_spoken_to_in_http1_by_the_client_library_of_h2(subject: str) -> None:
+    """Client-only: served by the +h2 subject's process (its port, its TLS), its client httpx in HTTP/1.1
+    verifying the lab's CA; no process, port or container of its own; and a run holding both divides h2
+    by it (besides each by the base)."""
+    impl, h2 = registry.variant(subject), f"{subject.split('+')[0]}+h2"
+    assert impl.served_by == h2 and registry.services_of([impl])[subject].name == h2
+    assert client_options(impl) == {"http": "h1tls", "ca_file": str(tls.ca_file())} and impl.secure
+    assert impl.service_env() == registry.variant(impl.base).service_env() and impl.capture() == {"tls": "1.3"}
+    assert impl.framing() == registry.variant(impl.base).framing()  # HTTP/1.1's framing, decrypted
+    assert f"  {compose.service_name(impl)}:" not in compose.render()
+    base = impl.base
+    pairs = counterparts([base, h2, subject])
+    assert (h2, subject, "variant") in pairs and (h2, base, "variant") in pairs and (subject, base, "variant") in pairs
+    assert (h2 + "@docker", subject + "@docker", "variant") in counterparts([h2 + "@docker", subject + "@docker"])
+
+
+def test_a_manifest_cannot_declare_h1tls_without_the_h2_that_serves_it(tmp_path: Path) -> None:
+    source = (settings.ROOT / "services/rest/go_nethttp/manifest.toml").read_text()
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(source.replace('http = ["h1", "h2", "h2c", "h1tls"]', 'http = ["h1", "h2c", "h1tls"]'))
+    with pytest.raises(SystemExit, match="list 'h2' too"):
+        registry._manifest(manifest)
 
 
 # --- every h2 and h2c subject, for real --------------------------------------------------
@@ -126,7 +161,7 @@ def test_the_client_option_is_checked_against_its_tls() -> None:
 
 @pytest.fixture(scope="module")
 def h2_lab() -> Iterator[Lab]:
-    with running_lab([*SUBJECTS, H1_ONLY, TLS_H1_ONLY], change_streams=False) as lab:
+    with running_lab([*SUBJECTS, *H1TLS, H1_ONLY, TLS_H1_ONLY], change_streams=False) as lab:
         yield lab
 
 
@@ -154,6 +189,42 @@ def test_the_labs_client_speaks_http2_to_every_crud_subject(h2_lab: Lab, subject
         assert transport.last == ("HTTP/2", "h2" if _value(subject) == "h2" else None), transport.last
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("subject", H1TLS)
+def test_h1tls_answers_in_http1_chosen_by_alpn_from_the_h2_process(h2_lab: Lab, subject: str) -> None:
+    h2 = f"{subject.split('+')[0]}+h2"
+    assert h2_lab.endpoints[subject] == h2_lab.endpoints[h2] and h2_lab.pids[subject] == h2_lab.pids[h2]
+    client = h2_lab.client(subject)
+    try:
+        client.health()
+        if registry.variant(subject).serves("create", "get"):
+            transport = client.transport
+            assert isinstance(transport, HttpxTransport) and transport.http == "h1tls"
+            created = client.create(dataset.games(1)[0])
+            assert client.get(created["id"]) == created
+            client.delete(created["id"])
+            assert transport.last == ("HTTP/1.1", "http/1.1"), transport.last
+        else:
+            with client.subscribe("synthetic", rate=0, count=3) as stream:
+                assert stream.http_version == "HTTP/1.1"
+                assert [e.event for e in stream][-1] == "end"
+    finally:
+        client.close()
+
+
+def test_an_h1tls_client_refuses_an_answer_not_in_http1_chosen_by_alpn(h2_lab: Lab) -> None:
+    """The check on real answers: HTTP/2 from an h2 port, and HTTP/1.1 without TLS (no ALPN) from a
+    cleartext one, each refused for h1tls; HTTP/1.1 by ALPN from the same h2 port passed."""
+    endpoint = h2_lab.endpoints["rest/go_nethttp+h2"]
+    with http2_client("h2", IO_TIMEOUT, str(tls.ca_file())) as h2, \
+            http2_client("h1tls", IO_TIMEOUT, str(tls.ca_file())) as h1tls:
+        with pytest.raises(WrongHttpVersion, match="answered in HTTP/2"):
+            require_http2(h2.get(f"{endpoint}/health"), "h1tls")
+        require_http2(h1tls.get(f"{endpoint}/health"), "h1tls")
+    with httpx.Client(trust_env=False, timeout=IO_TIMEOUT) as plain:
+        with pytest.raises(WrongHttpVersion, match="ALPN chose None"):
+            require_http2(plain.get(f"{h2_lab.endpoints[H1_ONLY]}/health"), "h1tls")
 
 
 @pytest.mark.parametrize("subject", PUSH)

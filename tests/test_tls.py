@@ -13,6 +13,7 @@ import ssl
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -111,7 +112,7 @@ def test_the_axis_is_asked_for_and_never_in_the_default_run(monkeypatch) -> None
     asked = [i.name for i in registry.discover() if i.secure]
     every = [f"{b.name}+{v}" for b in registry.bases() for v in ("tls13", "tls12")
              if v in dict(b.supported).get("tls", ())]
-    assert asked == every and len(asked) == 39  # 20 implementations, grpcio without tls12
+    assert asked == every and len(asked) == 41  # 21 implementations, grpcio without tls12
     assert all("tls" in dict(b.supported) for b in registry.bases())
 
 
@@ -138,13 +139,53 @@ def test_a_tls_subjects_endpoint_has_the_secure_scheme(subject: str) -> None:
     assert secure_endpoint("127.0.0.1:9") == "127.0.0.1:9" and secure_endpoint("ws://h:1/ws") == "wss://h:1/ws"
 
 
-def test_docker_mode_leaves_tls_subjects_out_saying_why(capsys) -> None:
-    impls = [registry.variant("rest/go_nethttp"), registry.variant("rest/go_nethttp+tls13")]
-    assert compose.docker_subjects(impls, named=False) == impls[:1]
-    assert "rest/go_nethttp+tls13@docker left out: the run's certificate" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="not run in Docker mode"):
-        compose.docker_subjects(impls, named=True)
-    assert "+tls1" not in compose.render() and compose.stale_reason() is None
+@pytest.mark.parametrize("subject", ["rest/go_nethttp+tls13", "grpc/node_grpcjs+tls12", "graphql/python_graphene+h2"])
+def test_docker_mode_mounts_the_runs_files_at_one_path_in_the_container(subject: str) -> None:
+    """compose.yaml names the container's paths (no host path, no key), mounted from LAB_TLS_DIR; the stack
+    sets that to the run's directory, whose certificate names 127.0.0.1 (the published ports) and the services."""
+    impl = registry.variant(subject)
+    env = compose.container_environment(impl)
+    assert (env["LAB_TLS_CERT"], env["LAB_TLS_KEY"]) == ("/run/protolab-tls/server.pem", "/run/protolab-tls/server.key")
+    assert "SSLKEYLOGFILE" not in env
+    rendered = compose.render([impl, registry.variant(subject.split("+")[0])])
+    assert rendered.count('volumes: ["${LAB_TLS_DIR:-./docker/tls}:/run/protolab-tls:ro"]') == 1  # the TLS one only
+    assert str(tls.ca_file().parent) not in compose.render() and compose.stale_reason() is None
+    images = compose.Images({"LAB_MONGO_IMAGE": "mongo:8.0"}, "protolab", "test")
+    daemon = SimpleNamespace(env={})  # the environment docker-compose gets is all this reads of it
+    stack = compose.ComposeStack(daemon, [impl], images)  # type: ignore[arg-type]
+    stack.hashes[compose.service_name(impl)] = "x"
+    directory = Path(stack.env()["LAB_TLS_DIR"])
+    assert directory.parent == tls.ca_file().parent  # the run's own, removed with it
+    assert sorted(p.name for p in directory.iterdir()) == ["ca.pem", "server.key", "server.pem"]
+    assert (directory / "ca.pem").read_bytes() == tls.ca_file().read_bytes()
+    leaf = x509.load_pem_x509_certificates((directory / "server.pem").read_bytes())[0]
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "127.0.0.1" in {str(a) for a in names.get_values_for_type(x509.IPAddress)}
+    assert compose.service_name(impl) in names.get_values_for_type(x509.DNSName)
+    plain = compose.ComposeStack(daemon, [registry.variant("rest/go_nethttp")], images)  # type: ignore[arg-type]
+    plain.hashes["rest-go-nethttp"] = "x"
+    assert "LAB_TLS_DIR" not in plain.env()
+
+
+def test_compose_files_by_hand_hold_no_key_the_repository_would_take(tmp_path: Path) -> None:
+    written = tls.write_container_files(tmp_path / "by-hand", ["rest-go-nethttp-tls13"])
+    assert sorted(p.name for p in written.iterdir()) == ["ca.pem", "server.key", "server.pem"]
+    ignored = subprocess.run(["git", "check-ignore", "-q", "docker/tls/server.key"], cwd=settings.ROOT, timeout=30)
+    assert ignored.returncode == 0, "docker/tls/ would let a key be committed"
+    assert "docker/tls" in (settings.ROOT / ".dockerignore").read_text().split()  # nor sent into an image
+
+
+def test_a_key_log_reaches_tls_services_only(monkeypatch, tmp_path: Path) -> None:
+    """The wire capture's key log (SSLKEYLOGFILE) is a TLS service's too, so that it logs the secrets its
+    clients' TLS library does not (capture/wire.py); a cleartext service gets none."""
+    monkeypatch.setenv("SSLKEYLOGFILE", str(tmp_path / "keys.log"))
+    env = service_environment(registry.variant("grpc/go_grpc+tls13"), host="127.0.0.1", port=1, mongodb_uri="m")
+    assert env["SSLKEYLOGFILE"] == str(tmp_path / "keys.log")
+    assert "SSLKEYLOGFILE" not in service_environment(registry.variant("grpc/go_grpc"), host="127.0.0.1", port=1,
+                                                      mongodb_uri="m")
+    monkeypatch.delenv("SSLKEYLOGFILE")
+    assert "SSLKEYLOGFILE" not in service_environment(registry.variant("grpc/go_grpc+tls13"), host="127.0.0.1",
+                                                      port=1, mongodb_uri="m")
 
 
 # --- every protocol over TLS, for real --------------------------------------------------

@@ -273,3 +273,33 @@ def test_grpc_payload_is_protobuf_plus_prefix_plus_http2_frames(lab: Lab, seedin
     up, _ = distinct_payload(window, port)
     assert up == sum(H2_FRAME_HEADER + f.length for f in up_frames)
     assert up >= N * (request + GRPC_PREFIX + 2 * H2_FRAME_HEADER)
+
+
+# Over TLS, gRPC's and Connect's clients (grpcio, connect-python's pyqwest) log no TLS secrets: the
+# services of TLS subjects append theirs to the capture's key log (lab/tls.py, keylog_environment), so
+# that tshark reads the messages inside as in cleartext. grpcio's server logs none either (its Python API
+# has no key log): grpc/python_grpcio+tls13 stays unread, and the capture says so.
+THROUGH_TLS = ("grpc/node_grpcjs", "grpc/go_grpc", "connect/go_connect", "connect/python_connectrpc")
+UNREAD = "grpc/python_grpcio+tls13"
+
+
+def test_grpc_and_connect_payload_is_read_through_tls_as_in_cleartext() -> None:
+    """capture.wire.measure on each implementation plain and +tls13: the application payload per call
+    read inside TLS (through the key log) equals cleartext's, and is not nothing; the TLS subject's TCP
+    payload is larger (its records' overhead). A subject neither of whose ends logs its keys is named as
+    unread, with why, not left at 0 in silence."""
+    from capture.wire import measure
+    names = [*(n for base in THROUGH_TLS for n in (base, f"{base}+tls13")), UNREAD]
+    found = measure(names=names, n=3, new_connections=0, database=False, operations=("insert", "fetch-one"),
+                    progress=lambda line: None)
+    steady = found["steady"]
+    assert found["context"]["subject_framing"]["grpc/go_grpc+tls13"]["decrypted_with_key_log"] is True
+    for base in THROUGH_TLS:
+        for op in ("insert", "fetch-one"):
+            plain, secure = steady[base][op], steady[f"{base}+tls13"][op]
+            for way in ("to_server", "to_client"):
+                assert secure[way]["app_payload"] == plain[way]["app_payload"], (base, op, way, secure, plain)
+                assert secure[way]["payload_bytes"] > plain[way]["payload_bytes"], (base, op, way)
+            assert secure["to_client"]["app_payload"] > 0, (base, op)
+    assert list(found["unread"]) == [UNREAD] and "no key log line" in found["unread"][UNREAD]
+    assert steady[UNREAD]["insert"]["total"]["app_payload"] == 0

@@ -40,7 +40,8 @@ CODEC = ClientAxis(
 DESCRIPTOR = Protocol(
     name="connect", order=25, label="Connect", client="clients.connect.client:ConnectClient",
     endpoint="http://{host}:{port}", default_port=8000, transport="http", payload="http_body",
-    payload_source="HTTP body: http.content_length (a unary Connect call's body is the message alone; "
+    payload_source="HTTP body: http.content_length, or a chunked body's http.chunk_size (a unary Connect call's "
+                   "body is the message alone; "
                    f"gRPC-Web's holds {ENVELOPE_PREFIX}-byte envelopes and a trailer frame)",
     client_packages=("connectrpc", "pyqwest"), native_error=connect_code,
     error_spelling="the Connect code of the contract's error table (column connect)",

@@ -14,7 +14,7 @@ DESCRIPTOR = Protocol(
     name="graphql", order=30, label="GraphQL", client="clients.graphql.client:GraphQLClient",
     endpoint="http://{host}:{port}/graphql", default_port=8000, transport="http",
     payload="http_body",
-    payload_source="HTTP body (query + variables / data): http.content_length",
+    payload_source="HTTP body (query + variables / data): http.content_length, or a chunked body's http.chunk_size",
     client_packages=("requests", "urllib3", "httpx", "h2"), native_error=graphql_error,
     error_spelling="errors[].extensions.code = the contract code, HTTP 200/400 "
                    "(413 when too large, 503 allowed when unavailable)",

@@ -12,7 +12,7 @@ def soap_fault(native: object, code: str) -> bool:
 DESCRIPTOR = Protocol(
     name="soap", order=60, label="SOAP", client="clients.soap.client:SoapClient",
     endpoint="http://{host}:{port}/soap", default_port=8000, transport="http", payload="http_body",
-    payload_source="HTTP body (the SOAP envelope): http.content_length",
+    payload_source="HTTP body (the SOAP envelope): http.content_length, or a chunked body's http.chunk_size",
     client_packages=("zeep", "lxml", "requests"), native_error=soap_fault,
     error_spelling="a SOAP 1.1 Fault: faultcode Client or Server (contract.json column soap), "
                    "the contract code in <detail><code>",

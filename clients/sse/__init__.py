@@ -6,7 +6,8 @@ from clients.rest import http_status
 DESCRIPTOR = Protocol(
     name="sse", order=70, label="SSE", client="clients.sse.client:SseClient",
     endpoint="http://{host}:{port}", default_port=8000, transport="http", payload="http_body",
-    payload_source="HTTP body: http.content_length (an event stream's chunks are not counted)",
+    payload_source="HTTP body: http.content_length, or a chunked body's http.chunk_size (an event stream's "
+                   "chunks as tshark reassembles them)",
     client_packages=("httpx", "h2"), native_error=http_status,
     error_spelling="the HTTP status of the contract's error table (contract/push.md)",
     fuzzer="clients.sse.fuzz:fuzzer",

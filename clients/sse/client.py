@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 import httpx
 
 from clients.base import CALL_TIMEOUT, Event
-from clients.http import NotHttp2, accept_encoding, check_http, http2_client, require_http2
+from clients.http import ON_HTTPX, WrongHttpVersion, accept_encoding, check_http, http2_client, require_http2
 from contract.codec import loads
 from contract.errors import CODE_OF_HTTP_STATUS, INTERNAL, ContractError, Unavailable, error_for
 from services.common.feeds import KEEPALIVE_SECONDS, PUSH
@@ -84,14 +84,15 @@ class SseClient:
         """`compression` (lab/axes.py): the Accept-Encoding it asks with (httpx decodes
         a gzip stream as it arrives, event by event, when the server sync-flushes it).
         `http` (lab/axes.py, axis http): "h2" (over TLS, ALPN offering h2 and http/1.1) or
-        "h2c" (prior knowledge), every answer checked to be HTTP/2 (clients/http.py
+        "h2c" (prior knowledge), every answer checked to be HTTP/2, or "h1tls" (HTTP/1.1 by ALPN,
+        checked so) (clients/http.py
         require_http2); `http2` (a push way's option): HTTP/2 without that check."""
         self.endpoint = endpoint.rstrip("/")
         self.timeout = timeout
         self.checked = check_http(http, ca_file) if http else None
         asked = accept_encoding(compression)
         timeouts = httpx.Timeout(timeout, read=max(timeout, KEEPALIVE_SECONDS + 5))
-        if self.checked in ("h2", "h2c"):
+        if self.checked in ON_HTTPX:
             self.http = http2_client(self.checked, timeouts, ca_file, {"Accept-Encoding": asked} if asked else None)
             return
         # HTTP/2 over cleartext is prior knowledge (h2c): http1 off, http2 on; over TLS
@@ -102,7 +103,7 @@ class SseClient:
                                  headers={"Accept-Encoding": asked} if asked else None, timeout=timeouts)
 
     def _check(self, response: httpx.Response) -> None:
-        if self.checked in ("h2", "h2c"):
+        if self.checked in ON_HTTPX:
             require_http2(response, self.checked)
 
     def health(self) -> None:
@@ -131,7 +132,7 @@ class SseClient:
             raise Unavailable(f"no answer: {exc}", native=type(exc).__name__) from None
         try:
             self._check(response)
-        except NotHttp2:
+        except WrongHttpVersion:
             context.__exit__(None, None, None)
             raise
         if response.status_code != 200:

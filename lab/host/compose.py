@@ -26,6 +26,13 @@ replaced, with a line saying so, by the lab's local stand-in (protolab/python,
 protolab/golang, protolab/node, protolab/debian, protolab/secantusd), built by
 `python -m lab.host.dockerd images` (or on first use).
 
+A TLS subject (lab/axes.py, axes tls and http) reads its certificate chain and key, and
+the lab's clients the CA, from files the lab makes at run time (lab/tls.py): its container
+mounts a directory of them read-only at CONTAINER_TLS, the directory that LAB_TLS_DIR names
+(the lab sets it to the run's own, whose server certificate names 127.0.0.1, where the ports
+are published, and the compose service names; unset, docker/tls, which holds no key: a TLS
+container run by hand without it stops, saying its certificate is missing).
+
 compose.yaml is generated from the manifests, so adding an implementation
 folder is enough:
     python -m lab.host.compose write     # rewrite compose.yaml
@@ -54,9 +61,9 @@ from typing import Any
 
 from clients import check_health
 from clients.protocols import get as protocol_descriptor
-from lab import interpreter, settings
+from lab import interpreter, settings, tls
 from lab.database import Database, durability_text, external, mode_text, secantus_flags
-from lab.environment import RUN_SETTINGS, run_settings, service_environment
+from lab.environment import RUN_SETTINGS, client_options, run_settings, service_environment
 from lab.host import dockerd
 from lab.processes import free_ports
 from lab.registry import TOOLCHAIN_MINIMUMS, Implementation, every_variant, glob_files, select, services_of, variant
@@ -183,6 +190,21 @@ def dockerfile_of(impl: Implementation) -> str:
 # Where the images keep the repository ({root}) and an implementation's build output ({out}).
 CONTAINER_ROOT = Path("/app")
 CONTAINER_OUT = Path("/app/build")
+# Where a TLS subject's container finds the run's certificate, key and CA (lab/tls.py, container_files),
+# mounted read-only from the directory LAB_TLS_DIR names (by default DEFAULT_TLS_DIR: no key in it).
+CONTAINER_TLS = Path("/run/protolab-tls")
+TLS_DIR_VARIABLE = "LAB_TLS_DIR"
+DEFAULT_TLS_DIR = "./docker/tls"
+CONTAINER_TLS_FILES = {placeholder: str(CONTAINER_TLS / name) for placeholder, name in tls.CONTAINER_NAMES.items()}
+
+
+def uses_tls_files(impl: Implementation) -> bool:
+    """Its service reads the run's TLS files (a tls or http=h2 variant): its container mounts them."""
+    return any("{tls_" in value for value in impl.service_env().values())
+
+
+def tls_volume() -> str:
+    return f"${{{TLS_DIR_VARIABLE}:-{DEFAULT_TLS_DIR}}}:{CONTAINER_TLS}:ro"
 
 
 def container_command(impl: Implementation) -> str:
@@ -203,7 +225,8 @@ def container_environment(impl: Implementation) -> dict[str, str]:
     return service_environment(
         impl, host="0.0.0.0", port=container_port(impl),
         mongodb_uri=f"mongodb://{MONGO_SERVICE}:{MONGO_PORT}/?directConnection=true", root=str(CONTAINER_ROOT),
-        settings_values={name: f"${{{name}:-{default}}}" for name, default in RUN_SETTINGS.items()})
+        settings_values={name: f"${{{name}:-{default}}}" for name, default in RUN_SETTINGS.items()},
+        tls_files=CONTAINER_TLS_FILES)
 
 
 def _q(value: object) -> str:
@@ -224,6 +247,8 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
         "# Images: LAB_MONGO_IMAGE, LAB_PYTHON_IMAGE, LAB_GO_IMAGE, LAB_DEBIAN_IMAGE,",
         "# LAB_NODE_IMAGE, LAB_IMAGE_PREFIX, LAB_MONGO_ARGS (see README). The services have no Docker",
         "# health check: the lab waits for each through its protocol's own client.",
+        f"# TLS subjects mount {TLS_DIR_VARIABLE} (the lab sets it to the run's certificates, lab/tls.py;",
+        f"# by hand: python -m lab.tls containers DIR, then {TLS_DIR_VARIABLE}=DIR).",
         "services:",
         f"  {MONGO_SERVICE}:",
         f"    image: ${{{MONGO_IMAGE_VARIABLE}:-{DEFAULT_MONGO_IMAGE}}}",
@@ -263,6 +288,7 @@ def render(implementations: Sequence[Implementation] | None = None) -> str:
             "    environment:",
             *(f"      {name}: {_q(value)}" for name, value in container_environment(impl).items()),
             f"    ports: [\"127.0.0.1:${{{port_variable(impl)}:-}}:{port}\"]",
+            *([f"    volumes: [{_q(tls_volume())}]"] if uses_tls_files(impl) else []),
             "    depends_on:",
             f"      {MONGO_SERVICE}:",
             "        condition: service_healthy",
@@ -411,6 +437,9 @@ class ComposeStack:
         for impl in self.implementations:
             env[port_variable(impl)] = str(self.ports.get(service_name(impl), ""))
             env[hash_variable(impl)] = self.hash_of(impl)
+        secure = [service_name(i) for i in self.implementations if uses_tls_files(i)]
+        if secure:  # the run's certificate for 127.0.0.1 (the published ports) and the services' names
+            env[TLS_DIR_VARIABLE] = str(tls.container_files(secure))
         return env
 
     def hash_of(self, impl: Implementation) -> str:
@@ -506,7 +535,7 @@ class ComposeStack:
                 for service in self.services:
                     if service not in answered and states[service].get("Running"):
                         impl = by_service[service]
-                        if _answers(impl, impl.endpoint_for("127.0.0.1", self.ports[service])):
+                        if _answers(impl, impl.endpoint_for("127.0.0.1", self.ports[service])):  # over TLS too
                             answered.add(service)
                 if answered == set(self.services):
                     return found
@@ -676,7 +705,7 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
 
 def docker_subjects(implementations: Sequence[Implementation], named: bool) -> list[Implementation]:
     """Those Docker mode runs: a subject whose variant it leaves out (lab/axes.py,
-    Value.not_in_docker: TLS's run-time certificate) stops the run when named, and is
+    Value.not_in_docker, saying why) stops the run when named, and is
     left out with the reason printed when the run only discovered it (LAB_VARIANTS)."""
     out = []
     for impl in implementations:
@@ -691,7 +720,7 @@ def docker_subjects(implementations: Sequence[Implementation], named: bool) -> l
 
 def _answers(impl: Implementation, endpoint: str) -> bool:
     try:
-        check_health(impl.protocol, endpoint)
+        check_health(impl.protocol, endpoint, **client_options(impl))  # a TLS subject's client verifies the CA
     except Exception:  # not ready yet
         return False
     return True

@@ -34,12 +34,16 @@ def files() -> tuple[str, str]:
 
 
 def pin(context: ssl.SSLContext, alpn: Sequence[str] = ()) -> ssl.SSLContext:
-    """`context` accepting the one version asked for, offering the ALPN protocols `alpn`."""
+    """`context` accepting the one version asked for, offering the ALPN protocols `alpn`, and
+    appending its connections' TLS secrets to the key log the lab names (SSLKEYLOGFILE, set by
+    the wire capture: lab/tls.py), when it names one."""
     wanted = version()
     assert wanted is not None, "pin() without LAB_TLS"
     context.minimum_version = context.maximum_version = wanted
     if alpn:
         context.set_alpn_protocols(list(alpn))
+    if os.environ.get("SSLKEYLOGFILE"):
+        context.keylog_filename = os.environ["SSLKEYLOGFILE"]
     return context
 
 

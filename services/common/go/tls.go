@@ -2,8 +2,10 @@ package common
 
 import (
 	"crypto/tls"
+	"io"
 	"log"
 	"os"
+	"sync"
 )
 
 // TLS versions by LAB_TLS's value (lab/axes.py, axis tls): the one version the
@@ -33,5 +35,22 @@ func TLSConfig(alpn ...string) *tls.Config {
 		MinVersion:   version,
 		MaxVersion:   version,
 		NextProtos:   alpn,
+		KeyLogWriter: keyLog(),
 	}
 }
+
+// keyLog is the key log the lab names (SSLKEYLOGFILE, set by the wire capture:
+// lab/tls.py), opened for appending, that the service writes each connection's
+// TLS secrets to (NSS key log format), so that tshark decrypts what its
+// clients' TLS library logs no keys for; nil without one.
+var keyLog = sync.OnceValue(func() io.Writer {
+	path := os.Getenv("SSLKEYLOGFILE")
+	if path == "" {
+		return nil
+	}
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		log.Fatalf("SSLKEYLOGFILE=%s: %v", path, err)
+	}
+	return file
+})

@@ -1,7 +1,7 @@
 // What every implementation gets from the lab (services/README.md): HOST,
 // PORT, LAB_THREADS (the worker budget), TLS when the lab asks for it, and a
 // clean stop on SIGTERM/SIGINT.
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { ServerResponse, createServer as createHttp } from 'node:http';
 import { createServer as createHttp2, createSecureServer as createHttp2Secure } from 'node:http2';
 import { createServer as createHttps } from 'node:https';
@@ -87,6 +87,24 @@ function tlsSettings() {
 
 /** The TLS settings (cert, key, minVersion, maxVersion), or null: cleartext. */
 export const TLS = tlsSettings();
+
+// A key log the lab names (SSLKEYLOGFILE, set by the wire capture: lab/tls.py): every TLS server of
+// the process appends its connections' secrets to it (each tls.Server's 'keylog' event, NSS key log
+// lines), so that tshark decrypts what the clients' TLS library logs no keys for. Node's own switch
+// for this, --tls-keylog, is a command-line option only; the servers here are made by node:https,
+// node:http2, fastify and grpc-js (whose server is not reachable from outside and is handed its
+// connections, never listening), so the hook is where each of them gets a connection: tls.Server's
+// 'connection' event, before the TLS handshake the event starts.
+if (TLS && process.env.SSLKEYLOGFILE) {
+  const keylog = process.env.SSLKEYLOGFILE;
+  const emit = tls.Server.prototype.emit;
+  tls.Server.prototype.emit = function emitLoggingKeys(event, ...args) {
+    if (event === 'connection' && !this.listenerCount('keylog')) {
+      this.on('keylog', (line) => appendFileSync(keylog, line));
+    }
+    return emit.call(this, event, ...args);
+  };
+}
 
 /** Options of a TLS server offering the ALPN protocols `alpn`, or null when cleartext. */
 export function tlsOptions(alpn = ['http/1.1']) {
