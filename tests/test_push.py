@@ -110,7 +110,8 @@ def test_unpaced_feed_arrives_whole_and_in_order_with_its_end_last(push_client):
 def test_socketio_client_takes_messages_on_its_loop_in_arrival_order(impl, lab):
     """The rule behind the test above, for socket.io, where a race is rare: each received
     Engine.IO message is handled by the client's reading loop, before the next is read
-    (python-engineio's asyncio client starts a task per message). Packets are handed to the
+    (python-engineio's asyncio client starts a task per message, which starts in order but
+    lets the next message overtake one whose handling awaits). Packets are handed to the
     connected client's Engine.IO layer, on the client's loop, as its reading loop does."""
     from engineio import packet
 
@@ -119,12 +120,15 @@ def test_socketio_client_takes_messages_on_its_loop_in_arrival_order(impl, lab):
         seen = []
         client.sio.on("probe", lambda n: seen.append((n, threading.get_ident())))
 
-        async def read() -> int:
+        async def read() -> tuple[int, list[int]]:
+            handled = []
             for n in range(50):
                 await client.sio.eio._receive_packet(packet.Packet(packet.MESSAGE, f'2["probe",{n}]'))
-            return threading.get_ident()
+                handled.append(len(seen))
+            return threading.get_ident(), handled
 
-        loop_thread = client._run(read, client.timeout)
+        loop_thread, handled = client._run(read, client.timeout)
+        assert handled == list(range(1, 51))  # each handled before the next is read, not in a task of its own
         assert seen == [(n, loop_thread) for n in range(50)]
         assert client.echo("still serving") == "still serving"
     finally:

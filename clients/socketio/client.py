@@ -95,12 +95,13 @@ class _LoopThread:
 
 
 # --- in-order dispatch -------------------------------------------------------------------
-# Engine.IO's clients hand each received message to a task of its own (the asyncio client:
-# a new task; the threaded one: a new thread: `_trigger_event('message', run_async=True)`),
-# so two messages sent in order can reach the handlers out of order: a feed's `end` before
-# its last message (CI, 2026-11-26: socket.io's stream of ids 1, 2 yielded 1 and then `end`).
-# Here a message is dispatched by the reading loop itself, in arrival order, as the other
-# clients read theirs; the handlers only queue a push or complete an ack.
+# Engine.IO's clients hand each received message to a task of its own
+# (`_trigger_event('message', run_async=True)`): the threaded client a new thread, so two
+# messages sent in order reached the handlers out of order (CI, 2026-11-26: socket.io's
+# stream of ids 1, 2 yielded 1 and then `end`); the asyncio client a new task, which starts
+# in order but lets the next message overtake one whose handling awaits. Here a message is
+# dispatched by the reading loop itself, before the next is read, as the other clients read
+# theirs; the handlers only queue a push or complete an ack.
 
 class _InOrderAsyncEngineIO(engineio.AsyncClient):
     async def _trigger_event(self, event: str, *args: Any, **kwargs: Any) -> Any:
