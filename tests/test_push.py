@@ -107,14 +107,43 @@ def test_unpaced_feed_arrives_whole_and_in_order_with_its_end_last(push_client):
 
 
 @pytest.mark.parametrize("impl", subscribers("socketio"))
-def test_socketio_client_takes_messages_on_the_reading_thread_in_arrival_order(impl, lab):
+def test_socketio_client_takes_messages_on_its_loop_in_arrival_order(impl, lab):
     """The rule behind the test above, for socket.io, where a race is rare: each received
-    Engine.IO message is handled on the thread that read it, before the next is read
-    (python-socketio's own client starts a thread per message). Packets are handed to the
-    connected client's Engine.IO layer as its reading loop does."""
+    Engine.IO message is handled by the client's reading loop, before the next is read
+    (python-engineio's asyncio client starts a task per message, which starts in order but
+    lets the next message overtake one whose handling awaits). Packets are handed to the
+    connected client's Engine.IO layer, on the client's loop, as its reading loop does."""
     from engineio import packet
 
     client = lab.client(impl)
+    try:
+        seen = []
+        client.sio.on("probe", lambda n: seen.append((n, threading.get_ident())))
+
+        async def read() -> tuple[int, list[int]]:
+            handled = []
+            for n in range(50):
+                await client.sio.eio._receive_packet(packet.Packet(packet.MESSAGE, f'2["probe",{n}]'))
+                handled.append(len(seen))
+            return threading.get_ident(), handled
+
+        loop_thread, handled = client._run(read, client.timeout)
+        assert handled == list(range(1, 51))  # each handled before the next is read, not in a task of its own
+        assert seen == [(n, loop_thread) for n in range(50)]
+        assert client.echo("still serving") == "still serving"
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("impl", subscribers("socketio"))
+def test_socketio_locust_client_takes_messages_on_the_reading_thread_in_arrival_order(impl, lab):
+    """The same for the Locust user's threaded client (clients/socketio/load.py), whose
+    Engine.IO layer starts a thread per message."""
+    from engineio import packet
+
+    from clients.socketio.client import ThreadedSocketIOClient
+
+    client = ThreadedSocketIOClient(lab.endpoints[impl])
     try:
         seen = []
         client.sio.on("probe", lambda n: seen.append((n, threading.get_ident())))
@@ -127,15 +156,16 @@ def test_socketio_client_takes_messages_on_the_reading_thread_in_arrival_order(i
 
 
 def test_socketio_client_without_the_pure_python_check_still_rejects_invalid_utf8():
-    """The socket.io client skips websocket-client's byte-by-byte UTF-8 check (clients/socketio/client.py);
-    a text frame that is not UTF-8 must still fail in recv(), which decodes it."""
+    """The Locust user's socket.io client skips websocket-client's byte-by-byte UTF-8 check
+    (clients/socketio/client.py ThreadedSocketIOClient); a text frame that is not UTF-8 must still
+    fail in recv(), which decodes it."""
     import socket
 
     import websocket
 
-    from clients.socketio.client import SocketIOClient
+    from clients.socketio.client import ThreadedSocketIOClient
 
-    options = SocketIOClient.WEBSOCKET_OPTIONS
+    options = ThreadedSocketIOClient.WEBSOCKET_OPTIONS
     assert options["skip_utf8_validation"] is True
     near, far = socket.socketpair()
     try:

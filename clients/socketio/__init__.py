@@ -11,7 +11,7 @@ DESCRIPTOR = Protocol(
     endpoint="http://{host}:{port}/socket.io/", default_port=8000, transport="websocket",
     payload="websocket_data",
     payload_source="WebSocket data-frame payload (Engine.IO + socket.io packets): websocket.payload_length",
-    client_packages=("python-socketio", "python-engineio", "websocket-client"),
+    client_packages=("python-socketio", "python-engineio", "aiohttp", "websocket-client"),
     native_error=message_error,
     error_spelling='an {"error": {"code": ...}} object in the event\'s ack (contract/socketio-protocol.md)',
     fuzzer="clients.socketio.fuzz:fuzzer", messaging=True, load_client="clients.socketio.load:connect",
