@@ -119,8 +119,9 @@ def request_of(impl: Implementation, endpoint: str, operation: str) -> dict[str,
     request = plan(protocol, endpoint, operation, calls=0, warmup=0)["request"]
     method, url = request.get("method"), request.get("url")
     if method not in METHODS or not str(url).startswith(("http://", "https://")):
-        raise ValueError(f"{impl.name}: its {operation} call is not an HTTP GET or POST "
-                         f"({method or 'no method'} {url or 'no URL'}): h2load sends those only")
+        what = f" ({method} {url})" if url else ""
+        raise ValueError(f"{impl.name}: its {operation} call is not an HTTP GET or POST request{what}: "
+                         "h2load sends those only")
     return request
 
 
@@ -130,7 +131,7 @@ def why_not(impl: Implementation, operation: str) -> str | None:
         return f"it does not serve {workload.get(operation).contract_op!r} (its manifest's operations)"
     try:
         request_of(impl, "http://127.0.0.1:1", operation)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, ImportError) as exc:
         return str(exc).removeprefix(f"{impl.name}: ")
     return None
 
