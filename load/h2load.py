@@ -60,6 +60,7 @@ from lab.registry import Implementation
 from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import Lab, running_lab
 from load import histograms, runner, summary
+from load.__main__ import _result_name
 from load.common import prepare, write
 from load.crosscheck import plan
 
@@ -514,7 +515,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=float, default=3.0, help="h2load's --warm-up-time, s (default 3)")
     p.add_argument("--requests", type=int, help="a fixed number of requests a run (h2load -n) instead of a window")
     p.add_argument("--no-pin", action="store_true", help="do not pin the services and h2load to disjoint CPUs")
-    p.add_argument("--out", default="h2load", metavar="NAME", help="results/load/NAME-<date>.json (default h2load)")
+    p.add_argument("--out", default="h2load", metavar="NAME", type=_result_name,
+                   help="results/load/NAME-<date>.json (default h2load)")
     return p
 
 
