@@ -251,19 +251,20 @@ def verified_request(impl: Implementation, request: dict[str, Any], layout: Shap
                 "verified_against": "the lab's CA (lab/tls.py)" if ca else None}
 
 
-def wait(process: subprocess.Popen[str], limit: float) -> tuple[str, float]:
+def wait(process: subprocess.Popen[str], limit: float, reader: threading.Thread) -> tuple[str, float]:
     """Wait for h2load (at most `limit` s, then it is stopped): why it failed ("" if it did not)
-    and the CPU seconds it used, from the kernel's account of it when it is reaped (wait4)."""
+    and the CPU seconds it used, from the kernel's account of it (wait4). It is reaped only once
+    `reader` has read all it printed: until then it stays a zombie whose CPU times can still be
+    read, so the reading taken at its window's close never misses it however late the reader is."""
     deadline = time.monotonic() + limit
     failure = ""
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
+    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         if time.monotonic() > deadline and not failure:
             process.kill()  # by its own handle: the one process started here
             failure = f"h2load did not finish within {limit:.0f} s (stopped)"
         time.sleep(0.02)
+    reader.join(timeout=30)
+    _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if not failure and process.returncode:
         failure = f"h2load exited {process.returncode}"
@@ -284,7 +285,7 @@ class Window:
     rss_peak: dict[str, int] = field(default_factory=dict)
 
     def read(self) -> dict[str, float]:
-        out = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        out = {name: cpu_seconds(pid) for name, pid in reversed(self.pids.items())}  # h2load (the last) first
         for name, pid in self.pids.items():
             self.rss_peak[name] = max(self.rss_peak.get(name, 0), rss_bytes(pid))
         return out
@@ -353,8 +354,7 @@ def run(lab: Lab, impl: Implementation, operation: str, clients: int, *, tool: s
         start = window.read()
         reader = threading.Thread(target=window.follow, args=(process.stdout,), daemon=True)
         reader.start()
-        failure, generator_cpu_s = wait(process, limit)
-        reader.join(timeout=10)
+        failure, generator_cpu_s = wait(process, limit, reader)
         elapsed = time.monotonic() - began
         end = {name: cpu_seconds(pid) for name, pid in pids.items()}
         end["generator"] = start["generator"] + generator_cpu_s
