@@ -54,7 +54,7 @@ def test_a_call_that_is_not_an_http_get_or_post_is_left_out() -> None:
 def _measured(protocol: str, done: int, **report: Any) -> h2load.Measured:
     cpu = {H2: 1.0, "generator": 0.5}
     return h2load.Measured(
-        {"protocol": protocol, "requests": {"done": done, "failed": 0, "errored": 0, "timeout": 0},
+        {"protocol": protocol, "requests": {"done": done, "succeeded": done, "failed": 0, "errored": 0, "timeout": 0},
          "status": {"2xx": done, "3xx": 0, "4xx": 0, "5xx": 0}, "finished": {"req_per_s": 100.0}, **report},
         h2load.histograms.new_histogram(), {200: done}, {k: 0.0 for k in cpu}, cpu, 1.0, cpu, {}, "", "",
         [], {}, 0.0, [1.0, 1.0])
