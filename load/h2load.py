@@ -447,6 +447,32 @@ def line(r: dict[str, Any]) -> str:
             + ("" if r["valid"] else "  INVALID: " + "; ".join(r["invalid_reasons"])))
 
 
+TABLE_HEAD = ("subject", "negotiated", "connections", "req/s", "p50 ms", "p99 ms", "mean ms", "sd ms", "max ms",
+              "answered", "not 2xx", "svc CPU %", "svc µs/req", "db µs/req", "gen CPU %", "gen µs/req", "valid")
+
+
+def table(results: dict[str, Any]) -> str:
+    """Every run as a Markdown table (latency percentiles from h2load's log, mean, sd and max h2load's own)."""
+    def ms(us: float | None) -> str:
+        return "–" if us is None else f"{us / 1000:,.2f}"
+
+    def n(x: float | None) -> str:
+        return "–" if x is None else f"{x:,.0f}"
+    rows = []
+    for entry in results.values():
+        for r in entry["closed"]:
+            lat, g, res = r["latency_us"], r["generator"], r["resources"]
+            own = g.get("request_time_us") or {}
+            rows.append([r["implementation"], g["application_protocol"] or "–", r["connections"],
+                         n(r["throughput_rps"]), ms(lat["p50"]), ms(lat["p99"]), ms(own.get("mean")), ms(own.get("sd")),
+                         ms(own.get("max")), n(r["ops_window"]), n(sum(r["errors"].values())),
+                         n(res[r["implementation"]]["cpu_percent"]), n(res[r["implementation"]]["cpu_us_per_request"]),
+                         n(res.get("database", {}).get("cpu_us_per_request")), n(r["generator_cpu_percent"]),
+                         n(r["generator_cpu_us_per_request"]),
+                         "yes" if r["valid"] else "no: " + "; ".join(r["invalid_reasons"])])
+    return "\n".join("| " + " | ".join(row) + " |" for row in [list(TABLE_HEAD), ["---"] * len(TABLE_HEAD), *rows])
+
+
 # --- the command --------------------------------------------------------------------------
 
 def chosen(names: list[str] | None, operation: str) -> list[str]:
@@ -500,6 +526,7 @@ def main(args: argparse.Namespace) -> int:
                   "connections, one request in flight each (h2load --h1 -c N -m 1)"}
     path = write(args.out, {"context": context, "results": results,
                             "summary": [summary.cells(n, e) for n, e in results.items()]}, kind="load")
+    print("\n" + table(results) + "\n")
     print(f"h2load: {context['load']['sweep_seconds']:.0f} s; results: {path.relative_to(settings.ROOT)}")
     return 0
 

@@ -111,3 +111,8 @@ def test_a_short_run_negotiates_counts_and_logs_every_request(result, subject, p
     else:
         assert g["tls_protocol"] is None and g["verified_request"]["http_version"] == "HTTP/1.1"
     assert row["valid"] or all("generator" in r for r in row["invalid_reasons"]), row["invalid_reasons"]
+
+
+def test_the_table_has_a_row_per_run(result) -> None:
+    rows = h2load.table(result["results"]).splitlines()
+    assert len(rows) == 2 + 2 and rows[2].startswith(f"| {H1} | http/1.1 |") and rows[3].startswith(f"| {H2} | h2 |")
