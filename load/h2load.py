@@ -57,7 +57,7 @@ from lab.environment import client_options
 from lab.host import pinning
 from lab.host.tools import ToolMissing, apt_tool
 from lab.registry import Implementation
-from lab.resources import CpuClock, cpu_seconds, rss_bytes
+from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import Lab, running_lab
 from load import histograms, runner, summary
 from load.__main__ import _result_name
@@ -69,6 +69,9 @@ METHODS = ("GET", "POST")
 # h2load is stopped (and the run failed) this long after its warm-up and window should have ended:
 # h2load 1.52 can keep reconnecting after its window when a server closes the connection.
 OVERRUN_S = 30.0
+# ... and this long after h2load's window closed: it hung there once in 32 runs (a Node.js subject over TLS,
+# HTTP/1.1, 100 connections, 2026-12-03 14:38 UTC), its summary never printed.
+AFTER_WINDOW_S = 10.0
 # Headers h2load writes itself (the authority, the body's length) or that HTTP/2 forbids (RFC 9113 8.2.2).
 OWN_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
 NOT_VERIFIED = ("h2load does not verify the server's certificate (it accepts any); the same request was "
@@ -251,7 +254,8 @@ def verified_request(impl: Implementation, request: dict[str, Any], layout: Shap
                 "verified_against": "the lab's CA (lab/tls.py)" if ca else None}
 
 
-def wait(process: subprocess.Popen[str], limit: float, reader: threading.Thread) -> tuple[str, float]:
+def wait(process: subprocess.Popen[str], limit: float, reader: threading.Thread,
+         window: Window) -> tuple[str, float]:
     """Wait for h2load (at most `limit` s, then it is stopped): why it failed ("" if it did not)
     and the CPU seconds it used, from the kernel's account of it (wait4). It is reaped only once
     `reader` has read all it printed: until then it stays a zombie whose CPU times can still be
@@ -259,8 +263,13 @@ def wait(process: subprocess.Popen[str], limit: float, reader: threading.Thread)
     deadline = time.monotonic() + limit
     failure = ""
     while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        if time.monotonic() > deadline and not failure:
+        closed_at = window.closed_at
+        if not failure and closed_at and time.monotonic() > closed_at + AFTER_WINDOW_S:
             process.kill()  # by its own handle: the one process started here
+            failure = (f"h2load did not exit within {AFTER_WINDOW_S:.0f} s of its window's close (stopped; "
+                       "its summary never printed: the figures here are its log's)")
+        elif not failure and time.monotonic() > deadline:
+            process.kill()
             failure = f"h2load did not finish within {limit:.0f} s (stopped)"
         time.sleep(0.02)
     reader.join(timeout=30)
@@ -285,10 +294,10 @@ class Window:
     rss_peak: dict[str, int] = field(default_factory=dict)
 
     def read(self) -> dict[str, float]:
-        # h2load (the last) first; its CPU from the scheduler's ns counters (lab.resources.CpuClock): at a
-        # few percent of a core, the 10 ms ticks cpu_seconds reads would round a window's to nothing.
-        out = {name: CpuClock({name: pid}).read()[name] / 1e9 if name == "generator" else cpu_seconds(pid)
-               for name, pid in reversed(self.pids.items())}
+        # h2load (the last) first. The kernel's account of the whole process (10 ms ticks): the per-thread
+        # ns counters (lab.resources.CpuClock) lose a thread's time when it exits, as h2load's worker
+        # thread does right after its window closes (they read negative there).
+        out = {name: cpu_seconds(pid) for name, pid in reversed(self.pids.items())}
         for name, pid in self.pids.items():
             self.rss_peak[name] = max(self.rss_peak.get(name, 0), rss_bytes(pid))
         return out
@@ -320,6 +329,7 @@ class Measured:
     checked: dict[str, Any]            # the verified request before the run
     settled_s: float
     load_average: list[float]
+    elapsed_s: float = 0.0             # h2load's whole run, wall clock
 
 
 def run(lab: Lab, impl: Implementation, operation: str, clients: int, *, tool: str, duration_s: float,
@@ -357,7 +367,7 @@ def run(lab: Lab, impl: Implementation, operation: str, clients: int, *, tool: s
         start = window.read()
         reader = threading.Thread(target=window.follow, args=(process.stdout,), daemon=True)
         reader.start()
-        failure, generator_cpu_s = wait(process, limit, reader)
+        failure, generator_cpu_s = wait(process, limit, reader, window)
         elapsed = time.monotonic() - began
         end = {name: cpu_seconds(pid) for name, pid in pids.items()}
         end["generator"] = start["generator"] + generator_cpu_s
@@ -371,7 +381,8 @@ def run(lab: Lab, impl: Implementation, operation: str, clients: int, *, tool: s
     else:
         opened, closed, window_s = window.opened, window.closed, window.closed_at - window.opened_at
     measured = Measured(report, histogram, statuses, opened, closed, window_s, whole, window.rss_peak, failure,
-                        stderr, command, checked, settled_s, [round(load_before, 2), round(os.getloadavg()[0], 2)])
+                        stderr, command, checked, settled_s, [round(load_before, 2), round(os.getloadavg()[0], 2)],
+                        elapsed)
     return row(impl, operation, clients, layout, measured, pins, requests)
 
 
@@ -396,11 +407,14 @@ def row(impl: Implementation, operation: str, clients: int, layout: Shape, m: Me
             "cpu_percent": round(100 * used / m.window_s, 1) if m.window_s else 0.0,
             "cpu_us_per_request": round(1e6 * used / done, 1) if done else None,
             "cpu_s_whole_run": m.whole_run_cpu_s.get(name),
+            "cpu_percent_whole_run": (round(100 * m.whole_run_cpu_s[name] / m.elapsed_s, 1)
+                                      if name in m.whole_run_cpu_s and m.elapsed_s else None),
             "rss_peak_bytes": m.rss_peak.get(name, 0)}
     generator_cores = len(pins.generator) if pins.enabled else len(os.sched_getaffinity(0))
     generator_cpu = resources["generator"]["cpu_percent"]
-    reasons = runner.judge("closed", clients, answered, generator_cpu, generator_cores, m.failure,
-                           calls=requests or 0)
+    reasons = runner.judge("closed", clients, answered, generator_cpu, generator_cores, calls=requests or 0)
+    if m.failure:
+        reasons.append(m.failure)
     if errors:
         reasons.append("requests not answered with 2xx: " + ", ".join(f"{v} {k}" for k, v in errors.items()))
     protocol = report.get("protocol")
