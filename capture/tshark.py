@@ -53,7 +53,6 @@ For real Ethernet segmentation see `lab.host.netns`.
 
 from __future__ import annotations
 
-import os
 import queue
 import shutil
 import signal
@@ -69,6 +68,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from lab.host.tools import ToolMissing, apt_tool
 from lab.processes import terminate
 
 LOOPBACK_MTU = 65536
@@ -85,36 +85,18 @@ LOOPBACK_NOTE = (
 SETUP, DATA, ACK, TEARDOWN = "setup", "data", "ack", "teardown"
 KINDS = (SETUP, DATA, ACK, TEARDOWN)
 
-_APT_HINT = "install it with: sudo apt-get install tshark"
-
 
 class CaptureError(RuntimeError):
     pass
 
 
 def ensure_tshark() -> str:
-    """Path of tshark; installs Debian's package when missing and we are root."""
-    path = shutil.which("tshark")
-    if path:
-        return path
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise CaptureError(f"tshark is not installed; {_APT_HINT}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    # Answer the one debconf question up front so the install never prompts.
-    subprocess.run(
-        ["debconf-set-selections"], check=False, env=env, capture_output=True, timeout=60,
-        input=b"wireshark-common wireshark-common/install-setuid boolean false\n")
-    # A failing mirror in `update` need not stop the install; its result decides.
-    subprocess.run(["apt-get", "update", "-qq"], check=False, env=env,
-                   capture_output=True, timeout=600)
-    done = subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "tshark"],
-        check=False, env=env, capture_output=True, text=True, timeout=900)
-    path = shutil.which("tshark")
-    if done.returncode or not path:
-        raise CaptureError(
-            f"installing tshark failed ({done.stderr.strip()[-500:]}); {_APT_HINT}")
-    return path
+    """Path of tshark; installs Debian's package when missing and we are root (lab.host.tools.apt_tool)."""
+    try:
+        # Answer the one debconf question up front so the install never prompts.
+        return apt_tool("tshark", "tshark", debconf=b"wireshark-common wireshark-common/install-setuid boolean false\n")
+    except ToolMissing as exc:
+        raise CaptureError(str(exc)) from None
 
 
 @dataclass(frozen=True)

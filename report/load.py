@@ -2,7 +2,9 @@
 implementation, closed-model percentiles and throughput vs clients, the
 open-model knee, CPU µs per request and peak RSS of the service and the
 database, the generator's CPU; a Go or Node.js client at concurrency 1 beside
-the Python client. The studies' load scenarios have their sections in studies/.
+the Python client; h2load's runs (python -m load.h2load: N streams on one
+connection vs N HTTP/1.1 connections) beside Locust's of the same subjects and
+clients. The studies' load scenarios have their sections in studies/.
 
 Reads only results/load/*-latest.json (and, for the cross-check, the latency
 suite's results/benchmarks/native-latest.json and capture's wire.json)."""
@@ -31,6 +33,7 @@ def section(page: Page, results_dir: Path) -> list[str]:
     # Each its own command: shown whether or not a sweep ran (the cross-check
     # was left out of the report when `make load` had not run).
     crosscheck_section(page, load_dir, results_dir)
+    h2load_section(page, load_dir)
     return []
 
 
@@ -166,3 +169,72 @@ def crosscheck_section(page: Page, load_dir: Path, results_dir: Path) -> None:
                                          for cell in per.values())
                       else " The Python client's medians: not measured (`make bench`)."),
                    "crosscheck-table"))
+
+
+# --- h2load beside Locust --------------------------------------------------------------------
+
+H2LOAD_FILE = "h2load-latest.json"
+
+
+def locust_runs(load_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(file name, its results) of every Locust load result in results/load, the newest first."""
+    found = []
+    for path in sorted(load_dir.glob("*-latest.json")):
+        if path.name == H2LOAD_FILE:
+            continue
+        data = read_json(path, "load")   # None: another kind's file (crosscheck, push, ...)
+        if data and data["context"].get("load", {}).get("engine", "locust") == "locust":
+            found.append((str(data["context"].get("date", "")), path.name, data["results"]))
+    return [(name, results) for _, name, results in sorted(found, reverse=True)]
+
+
+def _h2load_row(r: dict[str, Any], engine: str, source: str) -> list[str]:
+    lat, res = r["latency_us"], r.get("resources", {})
+    name = r["implementation"]
+    generator = r.get("generator", {})
+    errors = sum(r.get("errors", {}).values())
+    rps = f"{r['throughput_rps']:,.0f}" if r.get("throughput_rps") is not None else "–"
+    return [name, engine, r.get("connections", "–"), generator.get("application_protocol") or "–",
+            rps if r.get("valid") else f"({rps})", summary.ms(lat.get("p50")), summary.ms(lat.get("p99")),
+            _f(res.get(name, {}).get("cpu_us_per_request")), _f(res.get("database", {}).get("cpu_us_per_request")),
+            f"{r.get('generator_cpu_percent', 0):.0f}", _f(r.get("generator_cpu_us_per_request")),
+            f"{errors:,}", "yes" if r.get("valid") else "no: " + "; ".join(r.get("invalid_reasons", []))[:140],
+            source]
+
+
+def h2load_section(page: Page, load_dir: Path) -> None:
+    page.add(Heading(3, "Streams on one connection vs HTTP/1.1 connections, on h2load", "h2load"))
+    run = read_json(load_dir / H2LOAD_FILE, "load", page)
+    if not run:
+        page.add(Para("Not measured: `python -m load.h2load`."))
+        return
+    ctx = run["context"].get("load", {})
+    pins = ctx.get("pinning", {})
+    others = locust_runs(load_dir)
+    rows = []
+    for subject, entry in run["results"].items():
+        for r in entry.get("closed", []):
+            if "latency_us" not in r:
+                continue
+            rows.append(_h2load_row(r, f"h2load ({r['clients']})", H2LOAD_FILE))
+            beside = next(((name, x) for name, results in others for x in results.get(subject, {}).get("closed", [])
+                           if x.get("clients") == r["clients"] and "latency_us" in x), None)
+            if beside:
+                rows.append(_h2load_row(beside[1], f"Locust ({r['clients']})", beside[0]))
+    loads = [x for e in run["results"].values() for r in e.get("closed", []) for x in r.get("load_average_1m", [])]
+    page.add(Table(
+        ["subject", "generator (clients)", "connections", "negotiated", "req/s", "p50 ms", "p99 ms",
+         "svc CPU µs/req", "db CPU µs/req", "gen CPU %", "gen CPU µs/req", "not 2xx", "valid", "file"], rows,
+        f"{ctx.get('engine_version', 'h2load')}, "
+        + (f"one thread pinned to CPU {pins.get('generator_cpus')} (services and database on "
+           f"{pins.get('services_and_database_cpus')})" if pins.get("enabled") else "unpinned")
+        + f"; {ctx.get('operation')}, the lab client's own request; warm-up {ctx.get('warmup_s')} s, window "
+        f"{ctx.get('steady_s')} s; {ctx.get('layout', '')}. The HTTP/2 and HTTP/1.1 rows are what h2load "
+        "reported as negotiated (ALPN over TLS, prior knowledge in cleartext). CPU per request: each process's "
+        "CPU inside h2load's window over the requests done there (Locust rows: as the Locust sweep counts it). "
+        f"{ctx.get('certificate', '')}. A run is invalid under the Locust runs' rule (the generator past "
+        f"{100 * ctx.get('generator_cpu_limit', 0.6):.0f} % of its core), or when a request failed, was not "
+        "answered 2xx, or another protocol was negotiated; (…): invalid, not the service's figure. The Locust "
+        "row beside each: the newest Locust result in results/load with the subject at the same clients."
+        + (f" The machine's 1-minute load average over the h2load runs: {min(loads):.1f}–{max(loads):.1f} "
+           "(two cores, shared)." if loads else ""), "h2load-table"))

@@ -109,3 +109,28 @@ def test_sweep_table_and_feathers(tmp_path):
     assert "| 100 |" in feathers and "| 60 |" in feathers and "| 0.60 |" in feathers
     assert "~3,900" in text and "| not run |" in text  # the study's 500–2,000 calls, not run in this file
     assert "at 1 call the WebSocket side is 0.60× HTTP (slower, as the study found)" in text
+
+
+def test_h2load_runs_beside_the_locust_runs_of_the_same_subject(tmp_path):
+    name = "rest/go_nethttp+h2"
+    ours = {**_row(name, 100, 3000), "connections": "1 connection, 100 streams",
+            "generator": {"engine": "h2load", "application_protocol": "h2"}, "load_average_1m": [1.5, 2.25]}
+    theirs = {**_row(name, 100, 115000, valid=False), "connections": "one per Locust process, a stream per user"}
+    (tmp_path / "load").mkdir()
+    (tmp_path / "load" / "h2load-latest.json").write_text(json.dumps(
+        {"schema": schema_name("load"), "context": {"load": {"engine": "h2load", "engine_version": "h2load 1.52.0",
+                                                             "pinning": {"enabled": False}}},
+         "results": {name: {"closed": [ours]}}}))
+    (tmp_path / "load" / "http2-100-latest.json").write_text(json.dumps(
+        {"schema": schema_name("load"), "context": {"date": "2026-12-03T13:39:23+0000", "load": {"engine": "locust"}},
+         "results": {name: {"closed": [theirs]}}}))
+    text = render(tmp_path)
+    h2load_line = next(line for line in text.splitlines() if line.startswith(f"| {name} | h2load (100)"))
+    assert "| 1 connection, 100 streams | h2 |" in h2load_line and "| 3.0 |" in h2load_line
+    locust_line = next(line for line in text.splitlines() if line.startswith(f"| {name} | Locust (100)"))
+    assert "http2-100-latest.json" in locust_line and "no: the generator" in locust_line
+    assert "load average over the h2load runs: 1.5–2.2" in text
+
+
+def test_no_h2load_run_names_its_command(tmp_path):
+    assert "Not measured: `python -m load.h2load`." in render(tmp_path)

@@ -1,12 +1,15 @@
 """External programs the lab installs once into its cache and reuses.
 
-    from lab.host.tools import go_install, go_build
+    from lab.host.tools import go_install, go_build, apt_tool
     go_install(module, version, binary)  # its Path, built with `go install` on first use
     go_build(source_dir, binary)         # the lab's own Go program (its own go.mod), built on first use
+    apt_tool(binary, package)            # a program of the distribution's: its path, installed when missing
 
 Each is built from its own registry (here the Go module proxy) at a pinned
 version, or from the lab's own sources keyed by a hash of them, under a lock
-so that two runs starting at once build it once.
+so that two runs starting at once build it once. A distribution's program
+(tshark, h2load) is installed with apt-get when it is missing and the lab runs
+as root; otherwise the error says which command installs it.
 """
 
 from __future__ import annotations
@@ -67,3 +70,31 @@ def go_build(source: Path, binary: str) -> Path:
                        cwd=source, env=env, timeout=900)
         (root / f".{binary}.new").rename(path)
     return _built_once(root, path, f"{binary} is built with Go from {source}", f"{binary} into {root} (once)", build)
+
+
+class ToolMissing(RuntimeError):
+    """A program the lab needs is not installed and could not be installed here (the message says how)."""
+
+
+def apt_tool(binary: str, package: str, debconf: bytes = b"") -> str:
+    """The path of `binary`; when it is missing and the lab runs as root on a host with apt-get, Debian's
+    `package` is installed first (`debconf`: answers to its questions, debconf-set-selections' input, so
+    that the install never prompts). Otherwise ToolMissing, naming the command that installs it."""
+    path = shutil.which(binary)
+    if path:
+        return path
+    hint = f"install it with: sudo apt-get install {package}"
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise ToolMissing(f"{binary} is not installed; {hint}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if debconf:
+        subprocess.run(["debconf-set-selections"], check=False, env=env, capture_output=True, timeout=60,
+                       input=debconf)
+    # A failing mirror in `update` need not stop the install; its result decides.
+    subprocess.run(["apt-get", "update", "-qq"], check=False, env=env, capture_output=True, timeout=600)
+    done = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", package],
+                          check=False, env=env, capture_output=True, text=True, timeout=900)
+    path = shutil.which(binary)
+    if done.returncode or not path:
+        raise ToolMissing(f"installing {package} failed ({done.stderr.strip()[-500:]}); {hint}")
+    return path
