@@ -157,6 +157,10 @@ BY_NAME = {s.name: s for s in STAGES}
 
 # --- a run's folder -------------------------------------------------------------------------------
 
+def relative(path: Path) -> str:
+    return path.relative_to(settings.ROOT).as_posix() if path.is_relative_to(settings.ROOT) else str(path)
+
+
 def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) \
         if path.exists() else 0
@@ -309,10 +313,11 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
         by_stage.setdefault(stage, {})[rel] = compact(data)
     context = {**host_context(), "run": run_context(run, stages)}
     for stage, files in by_stage.items():
-        record = stages.get(stage, {})
+        record = stages.get(stage)   # None: results under no stage's folder (other.json)
         results.write("reference", stage, context,
-                      {"run_id": run["id"], "stage": {k: v for k, v in record.items() if k != "noise"},
-                       "noise": record.get("noise", {}), "results": files}, staging / "results", stamped=False)
+                      {"run_id": run["id"], "stage": {k: v for k, v in record.items() if k != "noise"} if record
+                       else None, "noise": record["noise"] if record else None, "results": files},
+                      staging / "results", stamped=False)
     files = {p.relative_to(staging).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
              for p in sorted(staging.rglob("*")) if p.is_file()}
     big = [f"{name} ({f['bytes'] / 1e6:.1f} MB)" for name, f in files.items() if f["bytes"] > COMPACT_LIMIT]
@@ -321,14 +326,14 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
                         | {"noise_flagged": s["noise"]["flagged"], "noise_reasons": s["noise"]["reasons"]}
                         for name, s in stages.items()},
              "raw": {"bytes": sum(raw.values()), "files": len(raw),
-                     "folder": folder.relative_to(settings.ROOT).as_posix(), "largest": dict(
+                     "folder": relative(folder), "largest": dict(
                          sorted(raw.items(), key=lambda kv: -kv[1])[:10])},
              "files": files, "large": big}
     results.write("reference-index", "index", context, index, staging, stamped=False)
     shutil.rmtree(docs, ignore_errors=True)
     shutil.copytree(staging, docs)
     committed = disk_bytes(docs)
-    print(f"reference: docs/reference/ written: {len(files) + 1} files, {committed / 1e6:.2f} MB "
+    print(f"reference: {relative(docs)}/ written: {len(files) + 1} files, {committed / 1e6:.2f} MB "
           f"(the run's raw results: {index['raw']['bytes'] / 1e6:.0f} MB in {index['raw']['files']} files, "
           f"{index['raw']['folder']}, not committed)" + (f"; large: {', '.join(big)}" if big else ""), flush=True)
     return sorted(docs.rglob("*"))
@@ -437,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     stages_path = folder / "stages.json"
     ended = json.loads(stages_path.read_text())
     todo = [s for s in STAGES if (s.name in chosen if chosen else not ended.get(s.name, {}).get("ok"))]
-    print(f"reference: run {run['id']} ({folder.relative_to(settings.ROOT)}), scale {run['scale']}; stages "
+    print(f"reference: run {run['id']} ({relative(folder)}), scale {run['scale']}; stages "
           f"{', '.join(s.name for s in todo) or 'none left'}"
           + (f"; ended before: {', '.join(n for n in ended if ended[n]['ok'])}" if ended else ""), flush=True)
     failed = []
@@ -450,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(stage.name)
     total = sum(s["seconds"] for s in ended.values())
     print(f"reference: run {run['id']}: {len(ended)} of {len(STAGES)} stages ended, {total / 60:.1f} min in all, "
-          f"{disk_bytes(folder) / 1e6:.0f} MB in {folder.relative_to(settings.ROOT)}"
+          f"{disk_bytes(folder) / 1e6:.0f} MB in {relative(folder)}"
           + (f"; failed: {', '.join(failed)} (make reference STAGES={','.join(failed)} runs them again)"
              if failed else ""), flush=True)
     return 1 if failed else 0
