@@ -131,3 +131,26 @@ def test_the_make_target_passes_stages_and_scale():
     makefile = (ROOT / "Makefile").read_text()
     assert "reference: bootstrap" in makefile and "--stages $(STAGES)" in makefile
     assert "--scale $(REFERENCE_SCALE)" in makefile
+
+
+def test_a_run_of_native_and_docker_reads_as_a_run_of_each_mode():
+    """make reference measures both modes in one run (native+docker-latest.json); the report's per-mode
+    sections read each mode's subjects from it, named without the site's suffix, ranked against their
+    own direct."""
+    from report.inputs import one_site
+
+    row = {"median": 100.0}
+    run = {"context": {"mode": "native+docker", "sites": [{"mode": "native", "suffix": ""},
+                                                           {"mode": "docker", "suffix": "@docker"}]},
+           "results": {"insert": {"rest/python_flask": row, "direct": row, "rest/python_flask@docker": row,
+                                  "direct@docker": row}},
+           "site_rankings": {"insert": {"": {"order": ["direct", "rest/python_flask"]},
+                                        "@docker": {"order": ["direct@docker", "rest/python_flask@docker"]}}}}
+    docker = one_site(run, "docker", "native+docker")
+    assert set(docker["results"]["insert"]) == {"rest/python_flask", "direct"}
+    assert docker["rankings"]["insert"]["order"] == ["direct", "rest/python_flask"]
+    assert docker["context"]["mode"] == "docker" and docker["context"]["one_site_of"] == "native+docker-latest.json"
+    native = one_site(run, "native", "native+docker")
+    assert set(native["results"]["insert"]) == {"rest/python_flask", "direct"}
+    assert one_site(run, "native", "native+native@rtt20ms") is not None
+    assert one_site(run, "docker", "native+native@rtt20ms") is None
