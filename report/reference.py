@@ -100,7 +100,10 @@ def load(scale: str) -> list[Command]:
 
 
 def sweep(scale: str) -> list[Command]:
-    return [Command([*PY, "-m", "sweep", *_smoke(scale, [], ["--axis", "payload", "--impl", SMOKE_IMPLS[0],
+    """The default grid (one implementation per protocol, ~28 min planned); REFERENCE_SWEEP_GRID=full: every
+    implementation, the sized payload rows, more paths (~2.7 h planned)."""
+    grid = ["--grid", os.environ["REFERENCE_SWEEP_GRID"]] if os.environ.get("REFERENCE_SWEEP_GRID") else []
+    return [Command([*PY, "-m", "sweep", *_smoke(scale, grid, ["--axis", "payload", "--impl", SMOKE_IMPLS[0],
                                                               "--operations", "fetch-1,fetch-10", "--cycles", "20"])])]
 
 
@@ -115,8 +118,10 @@ def study_commands(scale: str) -> list[Command]:
     out = [Command([*PY, "-m", "studies", push, *_smoke(scale, [], ["--quick", "--impl", *SMOKE_PUSH])],
                    must_pass=False)]
     for name in own:
-        full = ["--calls", "1", "10", "50", "500", "1000", "2000"] if name == "feathers" else []
-        smoke = {"feathers": ["--calls", "1", "10", "--duration", "1"],
+        # the studies' own ladders: Feathers up to 2,000 calls a connection, Fernando & Engel with no time budget
+        full = {"feathers": ["--calls", "1", "10", "50", "500", "1000", "2000"],
+                "fernando": ["--budget", "0"]}.get(name, [])
+        smoke = {"feathers": ["--impl", "ws/node_ws", "--calls", "1", "10", "--duration", "1"],
                  "fernando": ["--impl", *SMOKE_PUSH, "--clients", "10", "--runs", "1", "--budget", "30",
                               "--duration", "1"]}.get(name, ["--duration", "1"])
         out.append(Command([*PY, "-m", "studies", name, *_smoke(scale, full, smoke)], must_pass=False))
@@ -139,14 +144,17 @@ STAGES: list[Stage] = [
     Stage("capture", "bytes on the wire per operation and per pushed event (make capture)",
           "191 s (issue 53), the goal 60 s", capture),
     Stage("load", "every request/response implementation under 10-1,000 concurrent users, closed and open model",
-          "~15 min at 10, 100, 1,000 users (load/__main__.py); the full ladder 10-1,000 about 25 min", load),
+          "12 min 25 s for the default 10, 100, 1,000 users (docs/notes/2026-12-02-locust-layers-profiles.md, "
+          "quiet machine); the ladder 10, 50, 100, 500, 1,000 about 20 min", load),
     Stage("sweep", "the latency suite over payload size, compression and network path (make sweep)",
-          "~28 min planned (python -m sweep --dry-run)", sweep),
+          "~28 min planned for the default grid (python -m sweep --dry-run); REFERENCE_SWEEP_GRID=full ~2.7 h",
+          sweep),
     Stage("studies", "the push studies in one run, then each study's own scenario",
-          "push 8.7 min (studies/__main__.py); feathers and fernando up to 10 min each (their budgets)",
+          "push 8.7 min (studies/__main__.py, load average ~18); feathers and fernando not timed at these ladders",
           study_commands),
     Stage("profiles", "CPU profiles per implementation and operation with each runtime's own profiler",
-          "about 10 s a window and a warm-up per implementation and operation: ~15 min", profiles),
+          "14 min 57 s over 18 implementations x 2 operations (docs/notes/2026-12-02-locust-layers-profiles.md, "
+          "load average 9-13)", profiles),
     Stage("fuzz", "fuzzing from the contract, 10,000 cases on every implementation (make fuzz)",
           "not measured at 10,000 cases on every implementation before this command", fuzz),
     Stage("report", "the report and the compact result files into docs/reference/", "under a minute",
