@@ -176,7 +176,9 @@ def disk_bytes(path: Path) -> int:
 
 def new_run(scale: str) -> Path:
     now = datetime.datetime.now(datetime.UTC)
-    run_id = f"{now:%Y-%m-%dT%H%M%SZ}-{git_commit()[:12]}" + ("-smoke" if scale == "smoke" else "")
+    commit = git_commit()
+    run_id = (f"{now:%Y-%m-%dT%H%M%SZ}-{commit[:12]}" + ("-dirty" if commit.endswith("-dirty") else "")
+              + ("-smoke" if scale == "smoke" else ""))
     folder = RUNS / run_id
     folder.mkdir(parents=True)
     started = host_context()
@@ -193,6 +195,18 @@ def current_run() -> Path | None:
         return None
     folder = RUNS / marker.read_text().strip()
     return folder if (folder / "run.json").exists() else None
+
+
+def same_code(started: str, now: str) -> bool:
+    """Whether a run started at commit `started` may go on at `now`: the same commit, or commits that differ
+    in docs/reference/ alone (the reference itself committed between two stages)."""
+    if started == now:
+        return True
+    if started.endswith("-dirty") or now.endswith("-dirty"):
+        return False
+    done = subprocess.run(["git", "diff", "--quiet", started, now, "--", ".", ":(exclude)docs/reference"],
+                          cwd=settings.ROOT, capture_output=True, timeout=60)
+    return done.returncode == 0
 
 
 def run_stage(stage: Stage, folder: Path, scale: str) -> dict[str, Any]:
@@ -440,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = None if args.new else current_run()
     if folder is not None:
         run = json.loads((folder / "run.json").read_text())
-        if run["scale"] != args.scale or run["commit"] != git_commit():
+        if run["scale"] != args.scale or not same_code(run["commit"], git_commit()):
             print(f"reference: the run under way ({run['id']}) is at scale {run['scale']}, commit {run['commit']}; "
                   f"this is {args.scale}, {git_commit()}: starting a new run", flush=True)
             folder = None

@@ -154,3 +154,20 @@ def test_a_run_of_native_and_docker_reads_as_a_run_of_each_mode():
     assert set(native["results"]["insert"]) == {"rest/python_flask", "direct"}
     assert one_site(run, "native", "native+native@rtt20ms") is not None
     assert one_site(run, "docker", "native+native@rtt20ms") is None
+
+
+def test_a_run_goes_on_across_a_commit_of_the_reference_alone():
+    """A run resumes at the commit it started from, or one that differs from it in docs/reference/ only."""
+    import subprocess
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+    parent = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=30).stdout.strip()
+    if not head or not parent:
+        pytest.skip("not a git checkout with history")
+    assert reference.same_code(head, head)
+    touched = subprocess.run(["git", "diff", "--name-only", parent, head], cwd=ROOT, capture_output=True,
+                             text=True, timeout=30).stdout.split()
+    assert reference.same_code(parent, head) == all(t.startswith("docs/reference/") for t in touched)
+    assert not reference.same_code(head + "-dirty", head)
