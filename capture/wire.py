@@ -339,8 +339,12 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                 windows.append({"name": "direct", "op": op, "kind": "steady", "n": n,
                                 **local.steady("direct", op, n)})
             local.close("direct")
-        capture_s = time.monotonic() - t_capture
-        progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
+            capture_s = time.monotonic() - t_capture
+        took = {"lab_up": round(t_capture - started, 2), "windows": round(capture_s, 2),
+                "read_packets": round(time.monotonic() - t_capture - capture_s, 2)}
+        progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s, read them in "
+                 f"{took['read_packets']:.1f} s; dissecting ...")
+        t_read = time.monotonic()
 
         # a port several subjects share (one process serving them: lab/registry.py, served_by) is
         # decoded by its first subject's dissector; tshark's HTTP one hands a connection that starts
@@ -356,6 +360,8 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         else:
             db_packets = [p for p in service_cap.packets if db_port in (p.src_port, p.dst_port)]
             db_layers = service_layers
+        took["dissect"] = round(time.monotonic() - t_read, 2)
+        t_analyse = time.monotonic()
         if keep_pcap is not None:
             keep_pcap.mkdir(parents=True, exist_ok=True)
             for cap in (service_cap, db_cap):
@@ -364,6 +370,8 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
 
         results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
                           ports, protocols, db_port, framings, operations=operations)
+        took["analyse"] = round(time.monotonic() - t_analyse, 2)
+        progress("stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in took.items()))
         results["compression"] = compression_context(lab.implementations)
         results["context"] = run_context(
             lab.mode, lab.database, lab.implementations,
@@ -373,7 +381,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                      "database_interface": "lo" if database else None, "operations_per_steady_window": n,
                      "new_connections_per_cell": new_connections,
                      "warmup_operations": 2, "tshark": _tshark_version(),
-                     "capture_seconds": round(capture_s, 2)})
+                     "capture_seconds": round(capture_s, 2), "stage_seconds": took})
         results["context"]["payload_source"] = APP_PAYLOAD_SOURCE
         # The subjects whose framing is not their protocol's (a variant over HTTP/2, a client-only
         # wire protocol, TLS).

@@ -171,3 +171,20 @@ def test_a_run_goes_on_across_a_commit_of_the_reference_alone():
                              text=True, timeout=30).stdout.split()
     assert reference.same_code(parent, head) == all(t.startswith("docs/reference/") for t in touched)
     assert not reference.same_code(head + "-dirty", head)
+
+
+def test_the_fuzz_stage_prints_cases_failures_server_errors_and_time(tmp_path):
+    from fuzz.summary import lines
+
+    context = host_context()
+    tallies = [{"implementation": "rest/python_flask", "cases": 10000, "failures": 0, "server_errors": 0,
+                "seconds": 312.4, "date": context["date"], "commit": context["commit"]},
+               {"implementation": "grpc/go_grpc", "cases": 10000, "failures": 2, "server_errors": 1,
+                "date": context["date"], "commit": context["commit"]}]   # an older tally, without its time
+    path = results.write("fuzz", "latest", context, {"cases_per_implementation": 10000, "seed": 1,
+                                                      "tallies": tallies}, tmp_path, stamped=False)
+    out = lines(path)
+    assert out[0] == "latest.json: 10,000 cases per implementation, seed 1"
+    assert "rest/python_flask" in out[1] and "10,000 cases" in out[1] and "312.4 s" in out[1]
+    assert "2 failures" in out[2] and "1 server errors" in out[2] and "no time recorded" in out[2]
+    assert out[-1] == "  all 2 implementations: 20,000 cases, 2 failures, 1 server errors, 5.2 min of cases"
