@@ -53,6 +53,7 @@ For real Ethernet segmentation see `lab.host.netns`.
 
 from __future__ import annotations
 
+import bisect
 import os
 import queue
 import shutil
@@ -324,6 +325,21 @@ def missing_bytes(packets: Iterable[Packet]) -> int:
 def between(packets: Iterable[Packet], start: float, end: float) -> list[Packet]:
     """Packets stamped within [start, end] (time.time() values)."""
     return [p for p in packets if start <= p.time <= end]
+
+
+class Timeline:
+    """`between` for many windows over one list of packets: the packets ordered by time once, each window
+    found by bisection (a capture of ~700 windows over some 10^5 packets scanned them all per window),
+    its packets returned in the list's order, as `between` returns them."""
+
+    def __init__(self, packets: Sequence[Packet]):
+        self.packets = packets
+        self.order = sorted(range(len(packets)), key=lambda i: packets[i].time)
+        self.times = [packets[i].time for i in self.order]
+
+    def between(self, start: float, end: float) -> list[Packet]:
+        lo, hi = bisect.bisect_left(self.times, start), bisect.bisect_right(self.times, end)
+        return [self.packets[i] for i in sorted(self.order[lo:hi])]
 
 
 class Capture:

@@ -60,7 +60,7 @@ from capture.tshark import (
     Packet,
     Split,
     Tally,
-    between,
+    Timeline,
     ensure_tshark,
     missing_bytes,
     streams,
@@ -460,7 +460,8 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
 
     by_stream = streams(packets)
     db_ops = operation_streams(db_packets, db_layers, db_port)
-    db_work = [p for p in db_packets if p.stream in db_ops]
+    db_work = Timeline([p for p in db_packets if p.stream in db_ops])
+    timeline = Timeline(packets)
     steady: dict[str, dict[str, Any]] = {}
     new: dict[str, dict[str, Any]] = {}
     database: dict[str, dict[str, Any]] = {}
@@ -468,7 +469,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
     candidates: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for w in windows:
         name, op, kind = w["name"], w["op"], w["kind"]
-        db_window = between(db_work, w["t0"], w["t1"])
+        db_window = db_work.between(w["t0"], w["t1"])
         if kind == "steady":
             nops = w["n"]
             database.setdefault(name, {}).setdefault(op, {})["steady"] = summary(
@@ -476,8 +477,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             if name not in ports:
                 continue
             port = ports[name]
-            window = [p for p in between(packets, w["t0"], w["t1"]) if port in (p.src_port,
-                                                                                p.dst_port)]
+            window = [p for p in timeline.between(w["t0"], w["t1"]) if port in (p.src_port, p.dst_port)]
             syns = sum(p.syn for p in window)
             n_streams = len({p.stream for p in window})
             if syns or n_streams != 1:
@@ -492,7 +492,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
                 "n": nops, "syn_packets": syns, "connections": n_streams}
         elif kind == "new_connection":
             port = ports[name]
-            opened = sorted({p.stream for p in between(packets, w["t0"], w["t1"])
+            opened = sorted({p.stream for p in timeline.between(w["t0"], w["t1"])
                              if p.syn and not p.ack and p.dst_port == port})
             if len(opened) != 1:
                 problems.append(f"{name} {op} new connection: {len(opened)} connections opened")
