@@ -12,7 +12,7 @@ with the database prepared as the benchmarks prepare it:
 - `steady`: warm-up, then `n` operations on one kept-alive connection;
   everything on the service port in that window, divided by n.
 
-Afterwards the capture is read twice with tshark: the engine's per-packet TCP
+Afterwards the capture is read with tshark, in one pass: the engine's per-packet TCP
 view (capture.tshark) and the dissectors' view (capture.dissect), which gives
 the application payload (HTTP bodies by Content-Length, WebSocket data-frame
 payload lengths, or the lengths of the messages a protocol frames inside its
@@ -50,7 +50,7 @@ from capture.dissect import (
     WS_CLOSE,
     WS_DATA_OPCODES,
     Layers,
-    dissect,
+    read,
 )
 from capture.tshark import (
     ACK,
@@ -303,11 +303,13 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                                        {**client_options(lab.implementation(k)), **call_timeout(k)})
                                    for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
-                                  marker_host=link.ns_addr, path=tmp / "services.pcapng")
-            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng") if database else None
+                                  marker_host=link.ns_addr, path=tmp / "services.pcapng", read=False)
+            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng", read=False) \
+                if database else None
         else:
             workload = local
-            service_cap = Capture([*ports.values(), *([db_port] if database else [])], path=tmp / "capture.pcapng")
+            service_cap = Capture([*ports.values(), *([db_port] if database else [])], path=tmp / "capture.pcapng",
+                                  read=False)
             db_cap = None
         stack.callback(workload.close_all)
 
@@ -315,8 +317,10 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         t_capture = time.monotonic()
         with service_cap, db_cap or nullcontext():
             progress(f"capturing ({'veth MTU 1500 + lo' if link else 'lo'}) ...")
+            per_impl: dict[str, float] = {}
             for impl in impls:
                 name = impl.name
+                t_impl = time.monotonic()
                 # New connections first: a client library may share one connection
                 # between its clients in a process (HTTP/2 channels do), so none of
                 # this implementation may be open.
@@ -333,6 +337,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                                     **workload.steady(name, op, n)})
                 windows.append({"name": name, "op": "", "kind": "close",
                                 **workload.close(name)})
+                per_impl[name] = round(time.monotonic() - t_impl, 1)
             local.open("direct")
             for op in operations:
                 prepare(store.games, op)
@@ -341,9 +346,10 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
             local.close("direct")
             capture_s = time.monotonic() - t_capture
         took = {"lab_up": round(t_capture - started, 2), "windows": round(capture_s, 2),
-                "read_packets": round(time.monotonic() - t_capture - capture_s, 2)}
-        progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s, read them in "
-                 f"{took['read_packets']:.1f} s; dissecting ...")
+                "stop": round(time.monotonic() - t_capture - capture_s, 2)}
+        progress(f"captured in {capture_s:.1f} s (the slowest subjects: "
+                 + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(per_impl.items(), key=lambda kv: -kv[1])[:4])
+                 + "); reading ...")
         t_read = time.monotonic()
 
         # a port several subjects share (one process serving them: lab/registry.py, served_by) is
@@ -352,15 +358,17 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         decode: dict[int, str] = {}
         for k in ports:
             decode.setdefault(ports[k], framing[k][0])
-        service_layers = dissect(service_cap.path, {**decode, **({db_port: "mongo"} if database else {})},
-                                 keylog=keylog if keylog is not None and keylog.exists() else None)
+        # one tshark pass a file: its TCP packets and its dissectors' layers together
+        service_cap.packets, service_layers = read(
+            service_cap.path, {**decode, **({db_port: "mongo"} if database else {})},
+            keylog=keylog if keylog is not None and keylog.exists() else None)
         if db_cap is not None:
+            db_cap.packets, db_layers = read(db_cap.path, {db_port: "mongo"})
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
-            db_layers = dissect(db_cap.path, {db_port: "mongo"})
         else:
             db_packets = [p for p in service_cap.packets if db_port in (p.src_port, p.dst_port)]
             db_layers = service_layers
-        took["dissect"] = round(time.monotonic() - t_read, 2)
+        took["read"] = round(time.monotonic() - t_read, 2)
         t_analyse = time.monotonic()
         if keep_pcap is not None:
             keep_pcap.mkdir(parents=True, exist_ok=True)
