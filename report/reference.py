@@ -9,7 +9,8 @@ context (machine, hour, commit, the run's id, the calibration and the noise guar
 
 A run lives in results/reference/<run>/ (LAB_RESULTS points every instrument there, so nothing of an
 earlier run is read as this one's); results/reference/current names the run under way. Each stage
-records itself in <run>/stages.json when it ends (its commands, exit codes, seconds, disk, the noise
+records itself in <run>/stages.state (JSON; not named .json, which under results/ means a result file
+in the lab's format) when it ends (its commands, exit codes, seconds, disk, the noise
 guard's before and after); a stage that ended is not run again unless named in STAGES, so an
 interrupted run resumes where it stopped. The last stage, `report`, writes docs/reference/ from the
 run's own folder: README.md (the report), report-figures/*.svg, results/<stage>.json (kind
@@ -182,9 +183,9 @@ def new_run(scale: str) -> Path:
     folder = RUNS / run_id
     folder.mkdir(parents=True)
     started = host_context()
-    (folder / "run.json").write_text(json.dumps({"id": run_id, "scale": scale, "commit": git_commit(),
+    (folder / "run.state").write_text(json.dumps({"id": run_id, "scale": scale, "commit": git_commit(),
                                                  "started": started["date"], "host": started}, indent=1) + "\n")
-    (folder / "stages.json").write_text("{}\n")
+    (folder / "stages.state").write_text("{}\n")
     (RUNS / "current").write_text(run_id + "\n")
     return folder
 
@@ -194,7 +195,7 @@ def current_run() -> Path | None:
     if not marker.exists():
         return None
     folder = RUNS / marker.read_text().strip()
-    return folder if (folder / "run.json").exists() else None
+    return folder if (folder / "run.state").exists() else None
 
 
 def same_code(started: str, now: str) -> bool:
@@ -229,7 +230,7 @@ def run_stage(stage: Stage, folder: Path, scale: str) -> dict[str, Any]:
                      "must_pass": command.must_pass})
         if code != 0 and command.must_pass:
             break
-    if stage.name == "report":   # the stages before it, as stages.json holds them (its own cost: printed)
+    if stage.name == "report":   # the stages before it, as stages.state holds them (its own cost: printed)
         publish(folder)
     seconds = round(time.monotonic() - started, 1)
     guard = noise.verdict(guard_before, noise.snapshot())
@@ -238,7 +239,7 @@ def run_stage(stage: Stage, folder: Path, scale: str) -> dict[str, Any]:
               "ok": all(c["exit"] == 0 or not c["must_pass"] for c in done),
               "commit": git_commit(), "noise": guard}
     print(f"reference: [{stage.name}] {'done' if record['ok'] else 'FAILED'} in {seconds / 60:.1f} min, "
-          f"{record['disk_bytes'] / 1e6:.1f} MB written; noise guard: {noise.describe(guard)}"
+          f"{record['disk_bytes'] / 1e6:.1f} MB written; {noise.describe(guard)}"
           + (" (flagged)" if guard["flagged"] else ""), flush=True)
     if stage.name == "fuzz":
         for line in fuzz_lines(out):
@@ -305,8 +306,8 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     from lab.registry import discover
     from report.__main__ import write as write_report
 
-    run = json.loads((folder / "run.json").read_text())
-    stages = json.loads((folder / "stages.json").read_text())
+    run = json.loads((folder / "run.state").read_text())
+    stages = json.loads((folder / "stages.state").read_text())
     out = folder / "results"
     staging = folder / "publish"
     shutil.rmtree(staging, ignore_errors=True)
@@ -453,15 +454,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown stage(s) {', '.join(unknown)}; the stages: {', '.join(BY_NAME)}")
     folder = None if args.new else current_run()
     if folder is not None:
-        run = json.loads((folder / "run.json").read_text())
+        run = json.loads((folder / "run.state").read_text())
         if run["scale"] != args.scale or not same_code(run["commit"], git_commit()):
             print(f"reference: the run under way ({run['id']}) is at scale {run['scale']}, commit {run['commit']}; "
                   f"this is {args.scale}, {git_commit()}: starting a new run", flush=True)
             folder = None
     if folder is None:
         folder = new_run(args.scale)
-    run = json.loads((folder / "run.json").read_text())
-    stages_path = folder / "stages.json"
+    run = json.loads((folder / "run.state").read_text())
+    stages_path = folder / "stages.state"
     ended = json.loads(stages_path.read_text())
     todo = [s for s in STAGES if (s.name in chosen if chosen else not ended.get(s.name, {}).get("ok"))]
     print(f"reference: run {run['id']} ({relative(folder)}), scale {run['scale']}; stages "

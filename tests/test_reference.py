@@ -32,7 +32,7 @@ def snapshot(calibration_us: float, load: float) -> dict:
 
 @pytest.fixture
 def run_folder(tmp_path: Path) -> Path:
-    """A run as make reference leaves it before its report stage: run.json, stages.json and the
+    """A run as make reference leaves it before its report stage: run.state, stages.state and the
     instruments' results (real result files of the lab's examples; one with 500 samples)."""
     folder = tmp_path / "run"
     out = folder / "results"
@@ -45,13 +45,13 @@ def run_folder(tmp_path: Path) -> Path:
     (out / "benchmarks" / "pytest-benchmark.json").write_text(json.dumps({"benchmarks": []}))  # not a result
     run = {"id": "2026-12-03T140000Z-abcdef123456-smoke", "scale": "smoke", "commit": context["commit"],
            "started": context["date"], "host": context}
-    (folder / "run.json").write_text(json.dumps(run))
+    (folder / "run.state").write_text(json.dumps(run))
     guard = noise.verdict(snapshot(100.0, 1.0), snapshot(130.0, 3.0))
     stages = {"studies": {"stage": "studies", "what": "x", "started": context["date"], "seconds": 12.5,
                           "disk_bytes": 9000, "ok": True, "commit": context["commit"], "noise": guard,
                           "commands": [{"command": "python -m studies fernando", "exit": 0, "seconds": 12.0,
                                         "must_pass": False}]}}
-    (folder / "stages.json").write_text(json.dumps(stages))
+    (folder / "stages.state").write_text(json.dumps(stages))
     return folder
 
 
@@ -95,8 +95,8 @@ def test_a_compact_result_of_another_run_fails_the_check(run_folder, tmp_path):
     docs = tmp_path / "docs-reference"
     reference.publish(run_folder, docs)
     other = tmp_path / "other"
-    run = json.loads((run_folder / "run.json").read_text())
-    (run_folder / "run.json").write_text(json.dumps({**run, "id": "2026-12-01T000000Z-0123-smoke"}))
+    run = json.loads((run_folder / "run.state").read_text())
+    (run_folder / "run.state").write_text(json.dumps({**run, "id": "2026-12-01T000000Z-0123-smoke"}))
     reference.publish(run_folder, other)
     shutil.copy(other / "results" / "studies.json", docs / "results" / "studies.json")
     problems = reference.check(docs)
