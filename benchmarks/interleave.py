@@ -305,7 +305,8 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             if look is not None and done in stops:
                 record.timing = False
                 if look(times, done):
-                    stopped_by = "the sequential rule"
+                    if done < design.blocks:   # a look at the cap stops where the cycles would have
+                        stopped_by = "the sequential rule"
                     break
             now = time.monotonic()
             if (design.max_seconds is not None and now - started >= design.max_seconds
