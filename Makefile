@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell (cat pyproject.toml; echo $(PYTHON)) | cksu
 # Extra pytest arguments, e.g. make bench PYTEST_ARGS="-k fetch"
 PYTEST_ARGS ?=
 
-.PHONY: handshake connection-setup sweep profile fuzz conformance bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
+.PHONY: reference handshake connection-setup sweep profile fuzz conformance bootstrap db builds test bench bench-runs serve capture load load-ui report lint clean docker-images bench-docker test-docker
 
 # The venv's packages, the database's cargo build and the Go and Node.js
 # implementations' builds at the same time (the builds need no venv: they run
@@ -45,7 +45,8 @@ test: bootstrap
 # (counts in results/fuzz/latest.json and at the end of the output).
 FUZZ_CASES ?= 10000
 fuzz: bootstrap
-	FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS)
+	@FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS); \
+	status=$$?; $(PY) -m fuzz.summary; exit $$status
 
 # Connect's own conformance suite against each Connect server, every feature it claims
 # (services/connect/*/conformance/conformance.yaml): results/conformance/. make test runs a short set.
@@ -141,6 +142,15 @@ lint: $(STAMP)
 clean:
 	rm -rf $(VENV)
 	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+
+# Every instrument once at its full design into docs/reference/ (report/reference.py; hours: run it in a
+# quiet hour). Resumable: a run lives in results/reference/<run>/, a stage that ended is not run again;
+# STAGES=capture,report runs those again; REFERENCE_SCALE=smoke: every stage in minutes (a check, not a
+# reference). python -m report.reference --list: the stages, commands and expected cost.
+STAGES ?=
+REFERENCE_SCALE ?= full
+reference: bootstrap
+	$(PY) -m report.reference --scale $(REFERENCE_SCALE) $(if $(STAGES),--stages $(STAGES))
 
 # CPU profiles per implementation and operation with each runtime's own profiler
 # (profiling/): results/profiles/<impl>/<operation>/. make profile PROFILE_ARGS="--impl grpc/go_grpc --seconds 10"

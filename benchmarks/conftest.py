@@ -103,7 +103,8 @@ def stopping_lines(stopping: dict[str, Any]) -> list[str]:
     from benchmarks.suite import look_text
     if not stopping:
         return []
-    text = (f"stopped at {stopping['stopped_at']} of at most {stopping['cap']} cycles: {stopping['reason']}; "
+    took = f" ({stopping['seconds']:.0f} s)" if "seconds" in stopping else ""
+    text = (f"stopped at {stopping['stopped_at']} of at most {stopping['cap']} cycles{took}: {stopping['reason']}; "
             f"intervals at {stopping['level']:.4%}")
     if stopping.get("target_half_width"):
         text += (f" (99 % over the looks at {', '.join(map(str, stopping['looks']))} cycles, "

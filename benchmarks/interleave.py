@@ -99,9 +99,13 @@ class Measurement:
     times: dict[str, list[float]]            # subject -> seconds per timed call, cycle-major
     cpu_ns: dict[str, dict[str, int]]        # subject -> process -> CPU ns over its timed windows
     wall_ns: dict[str, int]                  # subject -> wall ns of its timed windows
-    settle: dict[str, Any] = field(default_factory=dict)  # cycles, seconds, warmup
+    settle: dict[str, Any] = field(default_factory=dict)  # before the measured cycles: warm-up and settle cycles
     gc: dict[str, Any] = field(default_factory=dict)      # the client's garbage collection while measured (GcRecord)
     cycles: int = 0                                       # measured (fewer than design.blocks: stopped at a look)
+    # how the measured cycles ended: stopped_at (= cycles), cap (design.blocks), their seconds, and stopped_by
+    # ("cycles": the cap; "the sequential rule"; "time budget (N s)"). The suite adds the rule's looks to it:
+    # one record, context.settings.benchmark.stopping (lab/schemas/latency.schema.json)
+    stopped: dict[str, Any] = field(default_factory=dict)
 
 
 class GcRecord:
@@ -311,7 +315,8 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
             if look is not None and done in stops:
                 record.timing = False
                 if look(times, done):
-                    stopped_by = "the sequential rule"
+                    if done < design.blocks:   # a look at the cap stops where the cycles would have
+                        stopped_by = "the sequential rule"
                     break
             now = time.monotonic()
             if (design.max_seconds is not None and now - started >= design.max_seconds
@@ -324,11 +329,11 @@ def measure(calls: Mapping[str, Callable[[], Any]], design: Design, *, seed: int
                 last = now
                 progress(f"{done} of at most {design.blocks} cycles in {now - started:.0f} s, "
                          f"about {(now - started) / done * (design.blocks - done):.0f} s left at most")
-    settle["measured"] = {"cycles": done, "asked": design.blocks,
-                          "seconds": round(time.monotonic() - started, 1), "stopped_by": stopped_by}
+    stopped = {"stopped_at": done, "cap": design.blocks, "seconds": round(time.monotonic() - started, 1),
+               "stopped_by": stopped_by}
     if progress is not None and stopped_by not in ("cycles", "the sequential rule"):
         progress(f"stopped by its {stopped_by} after {done} of {design.blocks} cycles")
-    return Measurement(times, cpu, wall, settle, record.describe(), cycles=done)
+    return Measurement(times, cpu, wall, settle, record.describe(), cycles=done, stopped=stopped)
 
 
 def sequential(calls: Mapping[str, Callable[[], Any]], rounds: int, warmup: int = 50) -> dict[str, list[float]]:

@@ -99,7 +99,7 @@ class Result:
     gc: dict[str, Any] = field(default_factory=dict)                    # Measurement.gc
     ranking: dict[str, Any] = field(default_factory=dict)             # the first site's, to_baseline of all
     seconds: float = 0.0
-    stopping: dict[str, Any] = field(default_factory=dict)  # where the sequential rule stopped, and why
+    stopping: dict[str, Any] = field(default_factory=dict)  # how its cycles ended, and why (Measurement.stopped)
     confidence: float = CONFIDENCE                          # the level of the intervals quoted (the stop's look)
 
 
@@ -191,11 +191,11 @@ class Suite:
             result.design = replace(design, blocks=measured.cycles)
             result.confidence = rule.level_at(measured.cycles)
             last = looks[-1] if looks and looks[-1]["cycles"] == measured.cycles else {}
-            result.stopping = {**rule.describe(), "cap": self.design.blocks, "stopped_at": measured.cycles,
-                               "level": result.confidence,
+            # how the operation's cycles ended, in one record: measure()'s (where, the cap, the seconds,
+            # what stopped them) with the sequential rule's looks, level and reason
+            result.stopping = {**rule.describe(), **measured.stopped, "level": result.confidence,
                                "reason": last.get("reason") or
-                               f"{measured.settle.get('measured', {}).get('stopped_by', 'cycles')}: "
-                               f"{measured.cycles} cycles",
+                               f"{measured.stopped.get('stopped_by', 'cycles')}: {measured.cycles} cycles",
                                "looks_taken": looks}
             result.times = measured.times
             result.settle = measured.settle

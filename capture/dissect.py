@@ -22,11 +22,11 @@ Nothing here parses packet bytes; it only adds up the lengths tshark reports.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capture.tshark import CaptureError, ensure_tshark, read_timeout
+from capture.tshark import PACKET_FIELDS, CaptureError, Packet, classify, ensure_tshark, packet, read_timeout
 from clients.protocols import PROTOCOLS
 
 H2_DATA, H2_HEADERS, H2_SETTINGS, H2_PING, H2_GOAWAY, H2_WINDOW_UPDATE = 0, 1, 4, 6, 7, 8
@@ -112,35 +112,65 @@ def _ws_frames(opcodes: str, masks: str, short: str, ext16: str, ext64: str) -> 
     return frames
 
 
-def dissect(path: str | Path, decode_as: Mapping[int, str], keylog: str | Path | None = None) -> dict[int, Layers]:
-    """Layers per frame number, for frames where tshark found any; decode_as: port -> dissector.
-    `keylog`: a TLS key log (SSLKEYLOGFILE's format, which the lab's Python clients write when it
-    is set) to decrypt TLS with; decode such a port as "tls", and the layers inside are found."""
+def _argv(path: str | Path, decode_as: Mapping[int, str], keylog: str | Path | None,
+          display_filter: str, fields: Sequence[str]) -> list[str]:
     argv = [ensure_tshark(), "-n", "-r", str(path)]
     if keylog is not None:
         argv += ["-o", f"tls.keylog_file:{keylog}"]
     for port, proto in sorted(decode_as.items()):
         argv += ["-d", f"tcp.port=={int(port)},{proto}"]
-    argv += ["-Y", "tcp.len > 0", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
+    argv += ["-Y", display_filter, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
              "-E", f"aggregator={_SEP}"]
-    for name in _FIELDS:
+    for name in fields:
         argv += ["-e", name]
-    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=read_timeout(path))
+    return argv
+
+
+def _layers(values: Sequence[str]) -> Layers:
+    """A frame's Layers from the values of _FIELDS but frame.number, as tshark printed them."""
+    (req, resp, clen, chunks, magic, h2type, h2len, h2stream, ws_op, ws_mask,
+     ws_len, ws_16, ws_64, mongo_names) = values[:len(_BASE_FIELDS) - 1]
+    return Layers(
+        http_request=any(_bools(req)), http_response=any(_bools(resp)),
+        http_body=sum(_ints(clen)) + sum(_ints(chunks)), h2_magic=bool(magic),
+        h2=[H2Frame(t, n, s) for t, n, s in zip(_ints(h2type), _ints(h2len),
+                                                 _ints(h2stream), strict=True)],
+        messages={f: _ints(v) for f, v in zip(MESSAGE_FIELDS, values[len(_BASE_FIELDS) - 1:],
+                                               strict=True) if v},
+        ws=_ws_frames(ws_op, ws_mask, ws_len, ws_16, ws_64),
+        mongo_command=mongo_names.split(_SEP, 1)[0])
+
+
+def dissect(path: str | Path, decode_as: Mapping[int, str], keylog: str | Path | None = None) -> dict[int, Layers]:
+    """Layers per frame number, for frames where tshark found any; decode_as: port -> dissector.
+    `keylog`: a TLS key log (SSLKEYLOGFILE's format, which the lab's Python clients write when it
+    is set) to decrypt TLS with; decode such a port as "tls", and the layers inside are found."""
+    done = subprocess.run(_argv(path, decode_as, keylog, "tcp.len > 0", _FIELDS), check=False,
+                          capture_output=True, text=True, timeout=read_timeout(path))
     if done.returncode:
         raise CaptureError(f"tshark -r {path} (dissectors) failed: {done.stderr.strip()}")
     out: dict[int, Layers] = {}
     for line in done.stdout.splitlines():
         values = line.split("\t")
-        (number, req, resp, clen, chunks, magic, h2type, h2len, h2stream, ws_op, ws_mask,
-         ws_len, ws_16, ws_64, mongo_names) = values[:len(_BASE_FIELDS)]
-        layers = Layers(
-            http_request=any(_bools(req)), http_response=any(_bools(resp)),
-            http_body=sum(_ints(clen)) + sum(_ints(chunks)), h2_magic=bool(magic),
-            h2=[H2Frame(t, n, s) for t, n, s in zip(_ints(h2type), _ints(h2len),
-                                                     _ints(h2stream), strict=True)],
-            messages={f: _ints(v) for f, v in zip(MESSAGE_FIELDS, values[len(_BASE_FIELDS):],
-                                                   strict=True) if v},
-            ws=_ws_frames(ws_op, ws_mask, ws_len, ws_16, ws_64),
-            mongo_command=mongo_names.split(_SEP, 1)[0])
-        out[int(number)] = layers
+        out[int(values[0])] = _layers(values[1:])
     return out
+
+
+def read(path: str | Path, decode_as: Mapping[int, str],
+         keylog: str | Path | None = None) -> tuple[list[Packet], dict[int, Layers]]:
+    """read_packets(path) and dissect(path, decode_as, keylog) in one tshark pass over the file: the
+    TCP packets, classified, and the Layers of each one with a payload."""
+    packet_fields = len(PACKET_FIELDS)
+    done = subprocess.run(_argv(path, decode_as, keylog, "tcp && !icmp && !icmpv6",
+                                (*PACKET_FIELDS, *_FIELDS[1:])),
+                          check=False, capture_output=True, text=True, timeout=read_timeout(path))
+    if done.returncode:
+        raise CaptureError(f"tshark -r {path} failed: {done.stderr.strip()}")
+    packets, out = [], {}
+    for line in done.stdout.splitlines():
+        values = line.split("\t")
+        p = packet([v.split(_SEP, 1)[0] for v in values[:packet_fields]])
+        packets.append(p)
+        if p.payload > 0:
+            out[p.number] = _layers(values[packet_fields:])
+    return classify(packets), out

@@ -12,7 +12,7 @@ with the database prepared as the benchmarks prepare it:
 - `steady`: warm-up, then `n` operations on one kept-alive connection;
   everything on the service port in that window, divided by n.
 
-Afterwards the capture is read twice with tshark: the engine's per-packet TCP
+Afterwards the capture is read with tshark, in one pass: the engine's per-packet TCP
 view (capture.tshark) and the dissectors' view (capture.dissect), which gives
 the application payload (HTTP bodies by Content-Length, WebSocket data-frame
 payload lengths, or the lengths of the messages a protocol frames inside its
@@ -50,7 +50,7 @@ from capture.dissect import (
     WS_CLOSE,
     WS_DATA_OPCODES,
     Layers,
-    dissect,
+    read,
 )
 from capture.tshark import (
     ACK,
@@ -60,7 +60,7 @@ from capture.tshark import (
     Packet,
     Split,
     Tally,
-    between,
+    Timeline,
     ensure_tshark,
     missing_bytes,
     streams,
@@ -305,11 +305,13 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                                        {**client_options(lab.implementation(k)), **call_timeout(k)})
                                    for k in ports}, ports)
             service_cap = Capture(list(ports.values()), interface=link.host_if,
-                                  marker_host=link.ns_addr, path=tmp / "services.pcapng")
-            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng") if database else None
+                                  marker_host=link.ns_addr, path=tmp / "services.pcapng", read=False)
+            db_cap: Capture | None = Capture([db_port], path=tmp / "database.pcapng", read=False) \
+                if database else None
         else:
             workload = local
-            service_cap = Capture([*ports.values(), *([db_port] if database else [])], path=tmp / "capture.pcapng")
+            service_cap = Capture([*ports.values(), *([db_port] if database else [])], path=tmp / "capture.pcapng",
+                                  read=False)
             db_cap = None
         stack.callback(workload.close_all)
 
@@ -317,8 +319,10 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         t_capture = time.monotonic()
         with service_cap, db_cap or nullcontext():
             progress(f"capturing ({'veth MTU 1500 + lo' if link else 'lo'}) ...")
+            per_impl: dict[str, float] = {}
             for impl in impls:
                 name = impl.name
+                t_impl = time.monotonic()
                 # New connections first: a client library may share one connection
                 # between its clients in a process (HTTP/2 channels do), so none of
                 # this implementation may be open.
@@ -335,14 +339,20 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                                     **workload.steady(name, op, n)})
                 windows.append({"name": name, "op": "", "kind": "close",
                                 **workload.close(name)})
+                per_impl[name] = round(time.monotonic() - t_impl, 1)
             local.open("direct")
             for op in operations:
                 prepare(store.games, op)
                 windows.append({"name": "direct", "op": op, "kind": "steady", "n": n,
                                 **local.steady("direct", op, n)})
             local.close("direct")
-        capture_s = time.monotonic() - t_capture
-        progress(f"captured {len(service_cap.packets)} packets in {capture_s:.1f} s; reading ...")
+            capture_s = time.monotonic() - t_capture
+        took = {"lab_up": round(t_capture - started, 2), "windows": round(capture_s, 2),
+                "stop": round(time.monotonic() - t_capture - capture_s, 2)}
+        progress(f"captured in {capture_s:.1f} s (the slowest subjects: "
+                 + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(per_impl.items(), key=lambda kv: -kv[1])[:4])
+                 + "); reading ...")
+        t_read = time.monotonic()
 
         # a port several subjects share (one process serving them: lab/registry.py, served_by) is
         # decoded by its first subject's dissector; tshark's HTTP one hands a connection that starts
@@ -350,14 +360,18 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
         decode: dict[int, str] = {}
         for k in ports:
             decode.setdefault(ports[k], framing[k][0])
-        service_layers = dissect(service_cap.path, {**decode, **({db_port: "mongo"} if database else {})},
-                                 keylog=keylog if keylog.exists() else None)
+        # one tshark pass a file: its TCP packets and its dissectors' layers together
+        service_cap.packets, service_layers = read(
+            service_cap.path, {**decode, **({db_port: "mongo"} if database else {})},
+            keylog=keylog if keylog is not None and keylog.exists() else None)
         if db_cap is not None:
+            db_cap.packets, db_layers = read(db_cap.path, {db_port: "mongo"})
             db_packets = [p for p in db_cap.packets if db_port in (p.src_port, p.dst_port)]
-            db_layers = dissect(db_cap.path, {db_port: "mongo"})
         else:
             db_packets = [p for p in service_cap.packets if db_port in (p.src_port, p.dst_port)]
             db_layers = service_layers
+        took["read"] = round(time.monotonic() - t_read, 2)
+        t_analyse = time.monotonic()
         if keep_pcap is not None:
             keep_pcap.mkdir(parents=True, exist_ok=True)
             for cap in (service_cap, db_cap):
@@ -366,6 +380,8 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
 
         results = analyse(windows, service_cap.packets, service_layers, db_packets, db_layers,
                           ports, protocols, db_port, framings, operations=operations)
+        took["analyse"] = round(time.monotonic() - t_analyse, 2)
+        progress("stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in took.items()))
         results["compression"] = compression_context(lab.implementations)
         results["context"] = run_context(
             lab.mode, lab.database, lab.implementations,
@@ -375,7 +391,7 @@ def measure(*, n: int = DEFAULT_N, netns: bool = False, names: Sequence[str] | N
                      "database_interface": "lo" if database else None, "operations_per_steady_window": n,
                      "new_connections_per_cell": new_connections,
                      "warmup_operations": 2, "tshark": _tshark_version(),
-                     "capture_seconds": round(capture_s, 2)})
+                     "capture_seconds": round(capture_s, 2), "stage_seconds": took})
         results["context"]["payload_source"] = APP_PAYLOAD_SOURCE
         # The subjects whose framing is not their protocol's (a variant over HTTP/2, a client-only
         # wire protocol, TLS).
@@ -454,7 +470,8 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
 
     by_stream = streams(packets)
     db_ops = operation_streams(db_packets, db_layers, db_port)
-    db_work = [p for p in db_packets if p.stream in db_ops]
+    db_work = Timeline([p for p in db_packets if p.stream in db_ops])
+    timeline = Timeline(packets)
     steady: dict[str, dict[str, Any]] = {}
     new: dict[str, dict[str, Any]] = {}
     database: dict[str, dict[str, Any]] = {}
@@ -463,7 +480,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
     candidates: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for w in windows:
         name, op, kind = w["name"], w["op"], w["kind"]
-        db_window = between(db_work, w["t0"], w["t1"])
+        db_window = db_work.between(w["t0"], w["t1"])
         if kind == "steady":
             nops = w["n"]
             database.setdefault(name, {}).setdefault(op, {})["steady"] = summary(
@@ -471,8 +488,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
             if name not in ports:
                 continue
             port = ports[name]
-            window = [p for p in between(packets, w["t0"], w["t1"]) if port in (p.src_port,
-                                                                                p.dst_port)]
+            window = [p for p in timeline.between(w["t0"], w["t1"]) if port in (p.src_port, p.dst_port)]
             syns = sum(p.syn for p in window)
             n_streams = len({p.stream for p in window})
             if syns or n_streams != 1:
@@ -492,7 +508,7 @@ def analyse(windows: list[dict[str, Any]], packets: list[Packet], layers: dict[i
                 "n": nops, "syn_packets": syns, "connections": n_streams}
         elif kind == "new_connection":
             port = ports[name]
-            opened = sorted({p.stream for p in between(packets, w["t0"], w["t1"])
+            opened = sorted({p.stream for p in timeline.between(w["t0"], w["t1"])
                              if p.syn and not p.ack and p.dst_port == port})
             if len(opened) != 1:
                 problems.append(f"{name} {op} new connection: {len(opened)} connections opened")

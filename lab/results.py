@@ -49,6 +49,8 @@ KINDS: dict[str, int] = {
     "sweep": 1,         # python -m sweep: results/sweep/latest.json, sweep-*.json
     "conformance": 1,   # make conformance (tests/test_connect_conformance.py): results/conformance/<impl>-*.json
     "connection-setup": 1,  # python -m benchmarks.connection_setup: results/setup/connection-setup-*.json
+    "reference": 1,     # make reference (python -m report.reference): docs/reference/results/<stage>.json
+    "reference-index": 1,  # make reference: docs/reference/index.json (every file's SHA-256)
 }
 
 _NAME = re.compile(r"^protolab\.(?P<kind>[a-z0-9-]+)/(?P<version>[0-9]+)$")

@@ -9,7 +9,9 @@ from clients.base import CALL_TIMEOUT as BASE_CALL_TIMEOUT
 from clients.protocols import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "results"
+# Where the instruments write (LAB_RESULTS; default results/): make reference gives each run its own
+# folder, results/reference/<run>/, so that nothing of an earlier run is read as this one's.
+RESULTS = Path(os.environ["LAB_RESULTS"]).resolve() if os.environ.get("LAB_RESULTS") else ROOT / "results"
 MODES = ("native", "docker")
 RUN_COMMAND = {"native": "make bench", "docker": "make bench-docker"}  # what measures each mode
 # The order of clients/<protocol>/__init__.py, the one place a protocol is described.

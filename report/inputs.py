@@ -91,11 +91,42 @@ def load(results_dir: Path) -> Inputs:
         run = _read(path, inputs, "latency", ("context", "results"))
         if run is not None:
             inputs.side_by_side[path.name.removesuffix("-latest.json")] = run
+    for mode in MODES:  # a mode measured only beside another (make reference: LAB_MODE=native,docker)
+        if mode not in inputs.runs:
+            for key, run in inputs.side_by_side.items():
+                derived = one_site(run, mode, key)
+                if derived is not None:
+                    inputs.runs[mode] = derived
+                    break
     inputs.wire = _read(results_dir / "capture" / "wire.json", inputs, "capture", ("context", "new_connection"))
     inputs.wire_netns = _read(results_dir / "capture" / "wire-netns.json", inputs, "capture",
                               ("context", "new_connection"))
     inputs.repeated = _read(results_dir / "runs-latest.json", inputs, "runs", ("summary", "modes", "runs_per_mode"))
     return inputs
+
+
+def one_site(run: dict[str, Any], mode: str, key: str) -> dict[str, Any] | None:
+    """A run of several sites seen as a run of one: `mode` on loopback, its subjects' names without the
+    site's suffix, its ranking the site's own (against its own `direct`); None when it has no such site.
+    Its context says where it came from (`one_site_of`)."""
+    from benchmarks.conftest import without_suffix
+    from lab.axes import LOOPBACK, Site
+
+    site = Site(mode, LOOPBACK)
+    if mode not in key.split("+"):
+        return None
+    results = {op: {name.removesuffix(site.suffix): row for name, row in rows.items()
+                    if (name.endswith(site.suffix) if site.suffix else "@" not in name)}
+               for op, rows in run["results"].items()}
+    if not any(results.values()):
+        return None
+    rankings = {op: without_suffix((run.get("site_rankings", {}).get(op) or {}).get(site.suffix, {}), site.suffix)
+                for op in results}
+    described = [s for s in run["context"].get("sites", []) if s.get("suffix") == site.suffix]
+    context = {**run["context"], "mode": mode, "one_site_of": f"{key}-latest.json"}
+    if mode == "docker" and described and "docker" not in context:
+        context["docker"] = described[0].get("docker") or described[0]
+    return {**run, "context": context, "results": results, "rankings": rankings}
 
 
 def _serves_crud(name: str, ctx: dict[str, Any], discovered: list[str] | None) -> bool:

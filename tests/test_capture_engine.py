@@ -37,6 +37,7 @@ from capture.tshark import (
     Capture,
     CaptureError,
     Packet,
+    Timeline,
     between,
     by_kind,
     classify,
@@ -320,6 +321,22 @@ def test_classify_rules_without_tshark() -> None:
         pkt(8, s, c)])
     assert [p.kind for p in packets] == [SETUP, SETUP, SETUP, DATA, ACK, DATA, TEARDOWN,
                                          TEARDOWN]
+
+
+def test_a_timeline_cuts_the_windows_between_cuts() -> None:
+    """Timeline.between (bisection, for a capture's many windows) returns what between (a scan) returns,
+    in the same order, edges included, also for packets not in time order."""
+    import random
+
+    rng = random.Random(53)
+    stamps = sorted(rng.uniform(0, 100) for _ in range(2000))
+    stamps[500], stamps[501] = stamps[501], stamps[500]   # two interfaces' packets interleaved
+    packets = [Packet(n, t, 66, 0, 1, 2, 0, 20, 32, False, True, False, False) for n, t in enumerate(stamps)]
+    timeline = Timeline(packets)
+    windows = [(a, a + rng.uniform(0, 5)) for a in (rng.uniform(-5, 100) for _ in range(300))]
+    windows += [(stamps[10], stamps[20]), (stamps[500], stamps[501]), (200.0, 300.0), (5.0, 1.0)]
+    for start, end in windows:
+        assert timeline.between(start, end) == between(packets, start, end)
 
 
 def test_a_retransmitted_segment_is_wire_bytes_twice_and_payload_once() -> None:

@@ -143,22 +143,88 @@ NO_HELP = {
 HELP_TIMEOUT_S = 120
 
 
+def command_spans(text: str) -> list[str]:
+    """The code a doc shows: each line of a fenced block (a trailing backslash joins the next), and each
+    inline code span, whitespace made single (inline code may wrap onto the next line)."""
+    spans = []
+    for block in FENCE.findall(text):
+        spans += [" ".join(line.split()) for line in re.sub(r"\\\n", " ", block).splitlines()]
+    spans += [" ".join(span.split()) for span in INLINE.findall(FENCE.sub("", text))]
+    return spans
+
+
+# What ends a command's arguments in a shell line: a separator, a pipe, a comment, a redirection.
+END = re.compile(r"\s(?:;|&&|\|\|?|#|>|&(?:\s|$))|;")
+FLAG = re.compile(r"(?<![\w/.-])(--[a-z][\w-]*)")
+MAKE_VARIABLE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9_]*)=(\"[^\"]*\"|'[^']*'|\S*)")
+
+
 def documented_commands() -> dict[tuple[str, str], list[str]]:
     """(kind, name) -> where the docs show it: each `make X`, `python -m X` and `protolab X` in a fenced
     block or inline code span (prose that merely says "make" is not a command)."""
-    found: dict[tuple[str, str], list[str]] = {}
+    return {key: sorted({where for where, _ in shown}) for key, shown in documented_uses().items()}
+
+
+def documented_uses() -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(kind, name) -> (doc, the arguments shown after it) for every time the docs show it."""
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for doc in COMMAND_DOCS:
-        text = doc.read_text()
-        spans = [*FENCE.findall(text), *INLINE.findall(FENCE.sub("", text))]
-        for span in spans:
-            for make, target, module, _protolab, sub in COMMAND.findall(" ".join(span.split())):
+        where = doc.relative_to(ROOT).as_posix()
+        for span in command_spans(doc.read_text()):
+            matches = list(COMMAND.finditer(span))
+            for i, match in enumerate(matches):
+                make, target, module, _protolab, sub = match.groups()
                 key = ("make", target) if make else ("python -m", module) if module else ("protolab", sub)
-                found.setdefault(key, []).append(doc.relative_to(ROOT).as_posix())
+                rest = span[match.end():matches[i + 1].start() if i + 1 < len(matches) else len(span)]
+                stop = END.search(rest)
+                found.setdefault(key, []).append((where, rest[:stop.start()] if stop else rest))
     return found
 
 
 def make_targets() -> set[str]:
     return set(re.findall(r"^([A-Za-z][\w-]*)\s*:(?!=)", (ROOT / "Makefile").read_text(), re.M))
+
+
+def make_variables() -> set[str]:
+    """The variables the Makefile sets (`NAME ?=`, `NAME :=`, `NAME =`)."""
+    return set(re.findall(r"^([A-Z][A-Z0-9_]*)\s*[:?]?=", (ROOT / "Makefile").read_text(), re.M))
+
+
+def args_commands() -> dict[str, tuple[str, str]]:
+    """A Makefile's X_ARGS variable -> the command its recipe passes it to: ("python -m", module) or
+    ("protolab", sub); pytest's own (PYTEST_ARGS) is not one of them."""
+    out = {}
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        for variable in re.findall(r"\$\(([A-Z_]+_ARGS)\)", line):
+            if variable == "PYTEST_ARGS":  # pytest's own, even where a command passes them on after --
+                continue
+            module = re.search(r"-m ([\w.]+)", line)
+            sub = re.search(r"protolab (\w+)", line)
+            if sub:
+                out[variable] = ("protolab", sub.group(1))
+            elif module and module.group(1) != "pytest":
+                out[variable] = ("python -m", module.group(1))
+    return out
+
+
+def read_by_the_lab(variable: str) -> bool:
+    """An environment variable some code of the lab reads (its name in a Python file)."""
+    return any(variable in path.read_text() for folder in ("lab", "benchmarks", "load", "capture", "fuzz",
+                                                           "profiling", "sweep", "studies", "report", "tests")
+               for path in (ROOT / folder).rglob("*.py"))
+
+
+def help_text(kind: str, name: str, *words: str) -> tuple[int, str]:
+    """`--help`'s exit code and text; `words`: a subcommand first (python -m studies fernando --help)."""
+    if kind == "python -m":
+        argv = [sys.executable, "-m", name, *words, "--help"]
+    else:  # .venv/bin/protolab (lab/cli.py's main), beside the interpreter that runs the tests
+        script = Path(sys.executable).with_name("protolab")
+        entry = [str(script)] if script.exists() else [sys.executable, "-c",
+                                                       "import sys, lab.cli; sys.exit(lab.cli.main())"]
+        argv = [*entry, *([name] if name != "--help" else []), *words, "--help"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=HELP_TIMEOUT_S)
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_the_docs_show_commands_of_every_kind() -> None:
@@ -167,27 +233,60 @@ def test_the_docs_show_commands_of_every_kind() -> None:
     assert {"bench", "test", "serve", "bootstrap"} <= make_targets()
 
 
+def test_the_docs_arguments_are_read_off_each_command() -> None:
+    """The parser behind the next test: each command's own flags, not its neighbours' on the line."""
+    uses = documented_uses()
+    assert any("--check" in rest for _, rest in uses["python -m", "lab.stats.runs"])
+    assert any("--port-base" in rest for _, rest in uses["protolab", "serve"])
+    assert any('SERVE_ARGS="--port-base 18000"' in rest for _, rest in uses["make", "serve"])
+    assert args_commands()["SERVE_ARGS"] == ("protolab", "serve")
+    assert args_commands()["LOAD_ARGS"] == ("python -m", "load")
+    assert "PYTEST_ARGS" not in args_commands()
+
+
 @pytest.mark.parametrize("kind,name", [pytest.param(*key, id=" ".join(key)) for key in sorted(documented_commands())])
 def test_every_command_the_docs_show_resolves_and_runs(kind: str, name: str) -> None:
-    where = ", ".join(sorted(set(documented_commands()[kind, name])))
+    """It exists (a Makefile target, a module, a protolab subcommand) and answers --help; each --flag the docs
+    pass it is one its --help lists; each VAR=... passed to make is the Makefile's or read by the lab, and the
+    flags inside an X_ARGS="..." are the flags of the command the Makefile passes them to."""
+    uses = documented_uses()[kind, name]
+    where = ", ".join(sorted({doc for doc, _ in uses}))
     if kind == "make":
         assert name in make_targets(), f"`make {name}` ({where}) is not a target of the Makefile"
+        passed = {}
+        for doc, rest in uses:
+            for variable, value in MAKE_VARIABLE.findall(rest):
+                passed.setdefault(variable, []).append((doc, value.strip("\"'")))
+        unknown = {v: sorted({d for d, _ in shown}) for v, shown in passed.items()
+                   if v not in make_variables() and not read_by_the_lab(v)}
+        assert not unknown, f"`make {name}` is shown with variables neither the Makefile nor the lab reads: {unknown}"
+        commands = args_commands()
+        for variable, shown in passed.items():
+            if variable not in commands:
+                continue
+            flags = {flag for _, value in shown for flag in FLAG.findall(value)}
+            code, text = help_text(*commands[variable])
+            assert code == 0, f"`{' '.join(commands[variable])} --help` exited {code}: {text[-1000:]}"
+            missing = sorted(f for f in flags if f not in text)
+            assert not missing, (f"`make {name} {variable}=...` ({where}) passes {missing} to "
+                                 f"`{' '.join(commands[variable])}`, whose --help does not list them")
         return
     if kind == "python -m" and name in NO_HELP:
         import importlib.util
 
         assert importlib.util.find_spec(name) is not None, f"`python -m {name}` ({where}): no such module"
         return
-    if kind == "python -m":
-        argv = [sys.executable, "-m", name, "--help"]
-    else:  # .venv/bin/protolab (lab/cli.py's main), beside the interpreter that runs the tests
-        script = Path(sys.executable).with_name("protolab")
-        entry = [str(script)] if script.exists() else [sys.executable, "-c",
-                                                       "import sys, lab.cli; sys.exit(lab.cli.main())"]
-        argv = [*entry, *([name] if name != "--help" else []), "--help"]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=HELP_TIMEOUT_S)
-    assert done.returncode == 0, (f"`{kind} {name} --help` ({where}) exited {done.returncode}:\n"
-                                  f"{done.stdout[-1000:]}{done.stderr[-2000:]}")
+    code, text = help_text(kind, name)
+    assert code == 0, f"`{kind} {name} --help` ({where}) exited {code}:\n{text[-3000:]}"
+    missing = {}
+    for doc, rest in uses:
+        flags = [flag for flag in FLAG.findall(rest) if flag not in text]
+        word = re.match(r"\s*([a-z][\w-]*)(?:\s|$)", rest)  # a subcommand's own flags: its own --help
+        if flags and word:
+            code, own = help_text(kind, name, word.group(1))
+            flags = [flag for flag in flags if code != 0 or flag not in own]
+        missing |= {f"{name}{' ' + word.group(1) if word else ''} {flag}": doc for flag in flags}
+    assert not missing, f"`{kind} {name}` is shown with flags its --help does not list: {missing}"
 
 
 def test_the_port_scheme_the_readme_states_is_the_manifests() -> None:

@@ -8,6 +8,7 @@ make test: FUZZ_CASES (default 150) cases per implementation, seed FUZZ_SEED
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -27,8 +28,9 @@ RUNS: list = []  # (lab, tally summary)
 @pytest.mark.parametrize("impl", implementations(where=lambda impl: impl.protocol in fuzz.PROTOCOLS
                                                  and impl.served_by == impl.name))
 def test_fuzz_from_the_contract(impl, lab):
+    began = time.monotonic()
     tally = fuzz.run(lab, impl, CASES, SEED)
-    RUNS.append((lab, tally.summary()))
+    RUNS.append((lab, {**tally.summary(), "seconds": round(time.monotonic() - began, 1)}))
     assert tally.cases > 0
     assert tally.server_errors == 0, tally.failures[:10]
     assert tally.failures == [], "\n".join(tally.failures[:10])

@@ -157,3 +157,25 @@ def test_load_writes_each_scenario_in_its_kind(tmp_path):
         assert results.read(tmp_path / f"{name}-latest.json", kind)["results"] == {}
     with pytest.raises(TypeError):
         load_write("other", {"context": CONTEXT}, tmp_path)  # a kind must be named
+
+
+def test_how_an_operations_cycles_ended_is_one_record(tmp_path):
+    """context.settings.benchmark.stopping holds where, why and after how long an operation's cycles ended
+    (the cap, the sequential rule or the time budget); settle holds the warm-up alone. The two records a
+    run wrote before (settle.measured beside stopping) no longer validate."""
+    from lab.stats.sequential import Rule
+
+    run = bench_run("native", 1)
+    one = {**Rule(cap=800, target=0.02).describe(), "stopped_at": 400, "cap": 800, "seconds": 95.0,
+           "stopped_by": "the sequential rule", "level": 0.9975, "reason": "every ratio within ±2.0%",
+           "looks_taken": []}
+    settle = {"cycles": 100, "seconds": 30.0, "warmup": {}, "warmup_s": 12.0}
+    run["context"]["settings"]["benchmark"] = {"stopping": {"insert": one}, "settle": {"insert": settle}}
+    path = results.write("latency", "native", run["context"], {"results": run["results"], "rankings": {}}, tmp_path)
+    results.validate(path)
+    two = {k: v for k, v in one.items() if k not in ("stopped_by", "seconds")}
+    measured = {**settle, "measured": {"cycles": 400, "asked": 800, "seconds": 95.0, "stopped_by": "cycles"}}
+    run["context"]["settings"]["benchmark"] = {"stopping": {"insert": two}, "settle": {"insert": measured}}
+    path = results.write("latency", "native", run["context"], {"results": run["results"], "rankings": {}}, tmp_path)
+    with pytest.raises(results.ResultError, match="benchmark/s"):
+        results.validate(path)

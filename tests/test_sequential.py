@@ -65,6 +65,10 @@ def test_measure_stops_at_the_look_that_says_so_and_only_looks_where_asked():
     m = measure({"a": lambda: None, "direct": lambda: None}, Design(blocks=80, warmup=0, baseline_visits=4),
                 seed=1, looks=(10, 20, 40, 80), look=look)
     assert looked == [10, 20] and m.cycles == 20 and len(m.times["a"]) == 20
+    assert m.stopped["stopped_by"] == "the sequential rule" and m.stopped["stopped_at"] == 20
+    m = measure({"a": lambda: None, "direct": lambda: None}, Design(blocks=20, warmup=0, baseline_visits=4),
+                seed=1, looks=(10, 20), look=lambda times, cycles: cycles == 20)
+    assert m.stopped["stopped_by"] == "cycles"   # a look at the cap: the cycles ended them, not the rule
     m = measure({"a": lambda: None, "direct": lambda: None}, Design(blocks=30, warmup=0), seed=1)
     assert m.cycles == 30  # no rule: every cycle
 

@@ -362,12 +362,13 @@ def test_a_time_budget_stops_the_measured_cycles_after_the_one_that_ends_past_it
     calls = {"a": tick, "direct": tick}
     design = Design(blocks=50, discard=0, warmup=0, baseline_visits=1, max_seconds=10, min_blocks=2)
     m = measure(calls, design, seed=1)
-    assert m.settle["measured"] == {"cycles": 5, "asked": 50, "seconds": 10.0, "stopped_by": "time budget (10 s)"}
+    assert m.stopped == {"stopped_at": 5, "cap": 50, "seconds": 10.0, "stopped_by": "time budget (10 s)"}
+    assert "measured" not in m.settle   # one record of how the cycles ended (Measurement.stopped)
     assert len(m.times["a"]) == len(m.times["direct"]) == 5   # whole cycles, every subject alike
     m = measure(calls, Design(blocks=50, discard=0, warmup=0, baseline_visits=1, max_seconds=10, min_blocks=8), seed=1)
-    assert m.settle["measured"]["cycles"] == 8   # never fewer than min_blocks, whatever the budget
+    assert m.stopped["stopped_at"] == m.cycles == 8   # never fewer than min_blocks, whatever the budget
     m = measure(calls, Design(blocks=4, discard=0, warmup=0, baseline_visits=1), seed=1)
-    assert m.settle["measured"]["cycles"] == 4 and m.settle["measured"]["stopped_by"] == "cycles"
+    assert m.stopped["stopped_at"] == 4 and m.stopped["stopped_by"] == "cycles"
 
 
 def test_the_time_budget_is_read_per_operation(monkeypatch):

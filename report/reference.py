@@ -1,0 +1,488 @@
+"""`python -m report.reference` (make reference): every instrument once, at its full design, into
+docs/reference/: the report (Markdown with its SVG figures) and compact result files, each with its
+context (machine, hour, commit, the run's id, the calibration and the noise guard's verdict around it).
+
+    make reference                          # a new run, or the unfinished one resumed
+    make reference STAGES=capture,report    # these stages only (of the run under way)
+    make reference REFERENCE_SCALE=smoke    # every stage at a tiny scale: checks the command end to end
+    python -m report.reference --check      # docs/reference/ is what the command wrote (make test checks it)
+
+A run lives in results/reference/<run>/ (LAB_RESULTS points every instrument there, so nothing of an
+earlier run is read as this one's); results/reference/current names the run under way. Each stage
+records itself in <run>/stages.state (JSON; not named .json, which under results/ means a result file
+in the lab's format) when it ends (its commands, exit codes, seconds, disk, the noise
+guard's before and after); a stage that ended is not run again unless named in STAGES, so an
+interrupted run resumes where it stopped. The last stage, `report`, writes docs/reference/ from the
+run's own folder: README.md (the report), report-figures/*.svg, results/<stage>.json (kind
+`reference`: the run's result files, long sample lists reduced to their count and quantiles) and
+index.json (kind `reference-index`: the run, every stage's cost, and every file of docs/reference/
+with its size and SHA-256). `--check` recomputes those hashes: a file edited by hand, added or
+lost fails it. docs/notes/2026-12-03-reference.md: the stages and what they cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab import results, settings
+from lab.context import git_commit, host_context
+from lab.stats import noise
+
+DOCS = settings.ROOT / "docs" / "reference"
+RUNS = settings.ROOT / "results" / "reference"   # not settings.RESULTS: a run's own LAB_RESULTS is inside
+SCALES = ("full", "smoke")
+LONG = 64            # a list of more numbers than this is kept as its count and quantiles
+COMPACT_LIMIT = 400_000   # bytes of one docs/reference/results/ file before it says it is large
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    must_pass: bool = True   # a failing command fails the stage (else recorded, the stage goes on)
+
+    def text(self) -> str:
+        env = " ".join(f"{k}={v}" for k, v in self.env.items())
+        argv = [a if a != sys.executable else "python" for a in self.argv]
+        return (env + " " if env else "") + " ".join(argv)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    what: str
+    expected: str        # its cost at full design on the lab's 2-core machine, as measured (the notes)
+    commands: Callable[[str], list[Command]]   # scale -> the commands
+
+
+PY = [sys.executable]
+PYTEST = [*PY, "-m", "pytest"]
+# At the smoke scale: one implementation of a protocol per language family, enough to cross every
+# instrument's code path in minutes.
+SMOKE_IMPLS = ["rest/python_flask", "grpc/go_grpc"]
+SMOKE_PUSH = ["ws/go_gorilla"]
+
+
+def _smoke(scale: str, full: list[str], smoke: list[str]) -> list[str]:
+    return smoke if scale == "smoke" else full
+
+
+def latency(scale: str) -> list[Command]:
+    env = {"LAB_MODE": "native" if scale == "smoke" else "native,docker"}
+    if scale == "smoke":
+        env |= {"LAB_ONLY": ",".join(SMOKE_IMPLS), "LAB_BENCH_CYCLES": "20", "LAB_BENCH_SETTLE_CYCLES": "2",
+                "LAB_BENCH_WARMUP": "5", "LAB_BENCH_OPERATIONS": "fetch-one"}
+    return [Command([*PYTEST, "--benchmark-only", "benchmarks"], env)]
+
+
+def capture(scale: str) -> list[Command]:
+    only = _smoke(scale, [], ["--only", *SMOKE_IMPLS, "-n", "5", "--new-connections", "1"])
+    return [Command([*PY, "-m", "capture", *only]),
+            Command([*PY, "-m", "capture.push", *_smoke(scale, [], ["--only", *SMOKE_PUSH])])]
+
+
+def load(scale: str) -> list[Command]:
+    return [Command([*PY, "-m", "load", *_smoke(scale, ["--clients", "10", "50", "100", "500", "1000"],
+                                                 ["--impl", SMOKE_IMPLS[0], "--clients", "10", "--model", "closed",
+                                                  "--duration", "1"])])]
+
+
+def sweep(scale: str) -> list[Command]:
+    """The default grid (one implementation per protocol, ~28 min planned); REFERENCE_SWEEP_GRID=full: every
+    implementation, the sized payload rows, more paths (~2.7 h planned)."""
+    grid = ["--grid", os.environ["REFERENCE_SWEEP_GRID"]] if os.environ.get("REFERENCE_SWEEP_GRID") else []
+    return [Command([*PY, "-m", "sweep", *_smoke(scale, grid, ["--axis", "payload", "--impl", SMOKE_IMPLS[0],
+                                                              "--operations", "fetch-1,fetch-10", "--cycles", "20"])])]
+
+
+def study_commands(scale: str) -> list[Command]:
+    """The push studies in one run of the push instrument, then each study with a scenario of its own
+    (studies/<name>/scenario.py), as `python -m studies` lists them."""
+    from studies import STUDIES
+
+    push = "push"
+    own = [s.name for s in STUDIES if s.scenario() is not None
+           and getattr(s.scenario(), "INSTRUMENT", None) != push]
+    out = [Command([*PY, "-m", "studies", push, *_smoke(scale, [], ["--quick", "--impl", *SMOKE_PUSH])],
+                   must_pass=False)]
+    for name in own:
+        # the studies' own ladders: Feathers up to 2,000 calls a connection, Fernando & Engel with no time budget
+        full = {"feathers": ["--calls", "1", "10", "50", "500", "1000", "2000"],
+                "fernando": ["--budget", "0"]}.get(name, [])
+        smoke = {"feathers": ["--impl", "ws/node_ws", "--calls", "1", "10", "--duration", "1"],
+                 "fernando": ["--impl", *SMOKE_PUSH, "--clients", "10", "--runs", "1", "--budget", "30",
+                              "--duration", "1"]}.get(name, ["--duration", "1"])
+        out.append(Command([*PY, "-m", "studies", name, *_smoke(scale, full, smoke)], must_pass=False))
+    return out
+
+
+def profiles(scale: str) -> list[Command]:
+    return [Command([*PY, "-m", "profiling", *_smoke(scale, [], ["--impl", SMOKE_IMPLS[0], "--operation",
+                                                                  "fetch-one", "--seconds", "2"])])]
+
+
+def fuzz(scale: str) -> list[Command]:
+    env = {"FUZZ_CASES": "10000"} if scale == "full" else {"FUZZ_CASES": "20", "LAB_ONLY": ",".join(SMOKE_IMPLS)}
+    return [Command([*PYTEST, "--benchmark-disable", "tests/test_fuzz.py", "-q"], env)]
+
+
+STAGES: list[Stage] = [
+    Stage("latency", "the latency suite, native and Docker subjects in one run (LAB_MODE=native,docker)",
+          "native alone 32 min 44 s from a fresh clone (issue 53); both modes about twice that", latency),
+    Stage("capture", "bytes on the wire per operation and per pushed event (make capture)",
+          "191 s (issue 53), the goal 60 s", capture),
+    Stage("load", "every request/response implementation under 10-1,000 concurrent users, closed and open model",
+          "12 min 25 s for the default 10, 100, 1,000 users (docs/notes/2026-12-02-locust-layers-profiles.md, "
+          "quiet machine); the ladder 10, 50, 100, 500, 1,000 about 20 min", load),
+    Stage("sweep", "the latency suite over payload size, compression and network path (make sweep)",
+          "~28 min planned for the default grid (python -m sweep --dry-run); REFERENCE_SWEEP_GRID=full ~2.7 h",
+          sweep),
+    Stage("studies", "the push studies in one run, then each study's own scenario",
+          "push 8.7 min (studies/__main__.py, load average ~18); feathers and fernando not timed at these ladders",
+          study_commands),
+    Stage("profiles", "CPU profiles per implementation and operation with each runtime's own profiler",
+          "14 min 57 s over 18 implementations x 2 operations (docs/notes/2026-12-02-locust-layers-profiles.md, "
+          "load average 9-13)", profiles),
+    Stage("fuzz", "fuzzing from the contract, 10,000 cases on every implementation (make fuzz)",
+          "not measured at 10,000 cases on every implementation before this command", fuzz),
+    Stage("report", "the report and the compact result files into docs/reference/", "under a minute",
+          lambda scale: []),
+]
+BY_NAME = {s.name: s for s in STAGES}
+
+
+# --- a run's folder -------------------------------------------------------------------------------
+
+def relative(path: Path) -> str:
+    return path.relative_to(settings.ROOT).as_posix() if path.is_relative_to(settings.ROOT) else str(path)
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) \
+        if path.exists() else 0
+
+
+def new_run(scale: str) -> Path:
+    now = datetime.datetime.now(datetime.UTC)
+    commit = git_commit()
+    run_id = (f"{now:%Y-%m-%dT%H%M%SZ}-{commit[:12]}" + ("-dirty" if commit.endswith("-dirty") else "")
+              + ("-smoke" if scale == "smoke" else ""))
+    folder = RUNS / run_id
+    folder.mkdir(parents=True)
+    started = host_context()
+    (folder / "run.state").write_text(json.dumps({"id": run_id, "scale": scale, "commit": git_commit(),
+                                                 "started": started["date"], "host": started}, indent=1) + "\n")
+    (folder / "stages.state").write_text("{}\n")
+    (RUNS / "current").write_text(run_id + "\n")
+    return folder
+
+
+def current_run() -> Path | None:
+    marker = RUNS / "current"
+    if not marker.exists():
+        return None
+    folder = RUNS / marker.read_text().strip()
+    return folder if (folder / "run.state").exists() else None
+
+
+def same_code(started: str, now: str) -> bool:
+    """Whether a run started at commit `started` may go on at `now`: the same commit, or commits that differ
+    in docs/reference/ alone (the reference itself committed between two stages)."""
+    if started == now:
+        return True
+    if started.endswith("-dirty") or now.endswith("-dirty"):
+        return False
+    done = subprocess.run(["git", "diff", "--quiet", started, now, "--", ".", ":(exclude)docs/reference"],
+                          cwd=settings.ROOT, capture_output=True, timeout=60)
+    return done.returncode == 0
+
+
+def run_stage(stage: Stage, folder: Path, scale: str) -> dict[str, Any]:
+    """The stage's commands in turn with LAB_RESULTS=<run>/results; its record (commands, exit codes,
+    seconds, the disk it took, the noise guard around it)."""
+    out = folder / "results"
+    out.mkdir(exist_ok=True)
+    before_bytes = disk_bytes(out)
+    print(f"reference: [{stage.name}] {stage.what}; expected at full design: {stage.expected}", flush=True)
+    guard_before = noise.snapshot()
+    started = time.monotonic()
+    began = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    done = []
+    for command in stage.commands(scale):
+        env = {**os.environ, "LAB_RESULTS": str(out), **command.env}
+        print(f"reference: [{stage.name}] $ {command.text()}", flush=True)
+        t0 = time.monotonic()
+        code = subprocess.run(command.argv, cwd=settings.ROOT, env=env).returncode
+        done.append({"command": command.text(), "exit": code, "seconds": round(time.monotonic() - t0, 1),
+                     "must_pass": command.must_pass})
+        if code != 0 and command.must_pass:
+            break
+    if stage.name == "report":   # the stages before it, as stages.state holds them (its own cost: printed)
+        publish(folder)
+    seconds = round(time.monotonic() - started, 1)
+    guard = noise.verdict(guard_before, noise.snapshot())
+    record = {"stage": stage.name, "what": stage.what, "started": began, "seconds": seconds,
+              "disk_bytes": disk_bytes(out) - before_bytes, "commands": done,
+              "ok": all(c["exit"] == 0 or not c["must_pass"] for c in done),
+              "commit": git_commit(), "noise": guard}
+    print(f"reference: [{stage.name}] {'done' if record['ok'] else 'FAILED'} in {seconds / 60:.1f} min, "
+          f"{record['disk_bytes'] / 1e6:.1f} MB written; {noise.describe(guard)}"
+          + (" (flagged)" if guard["flagged"] else ""), flush=True)
+    if stage.name == "fuzz":
+        for line in fuzz_lines(out):
+            print(f"reference: [fuzz] {line}", flush=True)
+    return record
+
+
+def fuzz_lines(out: Path) -> list[str]:
+    """Per implementation: cases, failures, server errors and time (fuzz/summary.py)."""
+    from fuzz.summary import lines
+
+    path = out / "fuzz" / "latest.json"
+    if not path.exists():
+        path = out / "fuzz" / "latest-test.json"
+    return lines(path) if path.exists() else ["no fuzz tallies written"]
+
+
+# --- docs/reference/ --------------------------------------------------------------------------------
+
+def compact(value: Any) -> Any:
+    """`value` with every list of more than LONG numbers replaced by its count and quantiles."""
+    if isinstance(value, dict):
+        return {k: compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if len(value) > LONG and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            ordered = sorted(value)
+            q = statistics.quantiles(ordered, n=100, method="inclusive")
+            return {"samples": len(value), "min": ordered[0], "p25": q[24], "median": statistics.median(ordered),
+                    "p75": q[74], "p99": q[98], "max": ordered[-1]}
+        return [compact(v) for v in value]
+    return value
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
+    host = run["host"]
+    total_s = sum(s["seconds"] for s in stages.values())
+    lines = [f"<!-- written by `make reference` (python -m report.reference), run {run['id']}: "
+             "do not edit; run the command again -->",
+             f"# Reference run {run['id']}", "",
+             f"Made by `make reference` at scale **{run['scale']}**, commit `{run['commit']}`, started "
+             f"{run['started']} on {host['cpu']['count']} × {host['cpu']['model']} ({host['platform']}). "
+             f"The stages took {total_s / 60:.0f} min in all. Each stage's commands, cost and noise guard "
+             "are below and in `index.json`; the compact results with their full context are in `results/`.",
+             "", "| stage | started (UTC) | time | disk | load average before → after | calibration µs before → after "
+             "| noise guard |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, s in stages.items():
+        g = s["noise"]
+        b, a = g.get("before", {}), g.get("after", {})
+        load = f"{b.get('loadavg', [0])[0]:.1f} → {a.get('loadavg', [0])[0]:.1f}"
+        lines.append(f"| {name} | {s['started'][11:16]} | {s['seconds'] / 60:.1f} min | "
+                     f"{s['disk_bytes'] / 1e6:.1f} MB | {load} | {b.get('calibration_us')} → "
+                     f"{a.get('calibration_us')} | "
+                     f"{'flagged: ' + '; '.join(g['reasons']) if g['flagged'] else 'quiet'}"
+                     f"{'' if s['ok'] else ' (a command failed: see index.json)'} |")
+    return [*lines, ""]
+
+
+def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
+    """docs/reference/ from the run in `folder`, written anew (nothing of an earlier run kept)."""
+    from lab.registry import discover
+    from report.__main__ import write as write_report
+
+    run = json.loads((folder / "run.state").read_text())
+    stages = json.loads((folder / "stages.state").read_text())
+    out = folder / "results"
+    staging = folder / "publish"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "results").mkdir(parents=True)
+    report_dir = folder / "report"
+    write_report(out, report_dir, head=run["commit"], discovered=[i.name for i in discover() if i.serves("get")])
+    page = (report_dir / "report.md").read_text()
+    (staging / "README.md").write_text("\n".join(run_header(run, stages)) + "\n" + page)
+    if (report_dir / "report-figures").exists():
+        shutil.copytree(report_dir / "report-figures", staging / "report-figures")
+    # compact results, one file per stage: the result files under the stage's folders
+    raw: dict[str, int] = {}
+    by_stage: dict[str, dict[str, Any]] = {}
+    for path in sorted(out.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(out).as_posix()
+        raw[rel] = path.stat().st_size
+        if path.suffix != ".json":
+            continue
+        try:
+            data = results.read(path)
+        except (OSError, results.ResultError):
+            continue  # pytest-benchmark's own JSON, a profile's raw samples: sizes listed, not kept
+        stage = stage_of(rel)
+        by_stage.setdefault(stage, {})[rel] = compact(data)
+    context = {**host_context(), "run": run_context(run, stages)}
+    for stage, files in by_stage.items():
+        record = stages.get(stage)   # None: results under no stage's folder (other.json)
+        results.write("reference", stage, context,
+                      {"run_id": run["id"], "stage": {k: v for k, v in record.items() if k != "noise"} if record
+                       else None, "noise": record["noise"] if record else None, "results": files},
+                      staging / "results", stamped=False)
+    files = {p.relative_to(staging).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+             for p in sorted(staging.rglob("*")) if p.is_file()}
+    big = [f"{name} ({f['bytes'] / 1e6:.1f} MB)" for name, f in files.items() if f["bytes"] > COMPACT_LIMIT]
+    index = {"run_id": run["id"], "scale": run["scale"],
+             "stages": {name: {k: s[k] for k in ("started", "seconds", "disk_bytes", "ok", "commit", "commands")}
+                        | {"noise_flagged": s["noise"]["flagged"], "noise_reasons": s["noise"]["reasons"]}
+                        for name, s in stages.items()},
+             "raw": {"bytes": sum(raw.values()), "files": len(raw),
+                     "folder": relative(folder), "largest": dict(
+                         sorted(raw.items(), key=lambda kv: -kv[1])[:10])},
+             "files": files, "large": big}
+    results.write("reference-index", "index", context, index, staging, stamped=False)
+    shutil.rmtree(docs, ignore_errors=True)
+    shutil.copytree(staging, docs)
+    committed = disk_bytes(docs)
+    print(f"reference: {relative(docs)}/ written: {len(files) + 1} files, {committed / 1e6:.2f} MB "
+          f"(the run's raw results: {index['raw']['bytes'] / 1e6:.0f} MB in {index['raw']['files']} files, "
+          f"{index['raw']['folder']}, not committed)" + (f"; large: {', '.join(big)}" if big else ""), flush=True)
+    return sorted(docs.rglob("*"))
+
+
+def run_context(run: dict[str, Any], stages: dict[str, Any]) -> dict[str, Any]:
+    return {"id": run["id"], "scale": run["scale"], "commit": run["commit"], "started": run["started"],
+            "stages": {name: {"started": s["started"], "seconds": s["seconds"],
+                              "calibration_us": [s["noise"].get("before", {}).get("calibration_us"),
+                                                 s["noise"].get("after", {}).get("calibration_us")],
+                              "loadavg": [s["noise"].get("before", {}).get("loadavg"),
+                                          s["noise"].get("after", {}).get("loadavg")],
+                              "noise_flagged": s["noise"]["flagged"]} for name, s in stages.items()}}
+
+
+# Which stage wrote a result, by the folder the instruments write to (results/README.md).
+FOLDERS = {"benchmarks": "latency", "capture": "capture", "sweep": "sweep", "profiles": "profiles",
+           "fuzz": "fuzz"}
+
+
+def stage_of(rel: str) -> str:
+    top, _, rest = rel.partition("/")
+    if top == "load":
+        return "load" if rest.startswith(("sweep-", "paths-")) else "studies"
+    return FOLDERS.get(top, "other")
+
+
+def check(docs: Path = DOCS) -> list[str]:
+    """What is wrong with docs/reference/: a file not listed in index.json or not as listed there (edited by
+    hand), a listed one missing, a result that does not validate or is of another run. [] when it is
+    absent (no reference run committed yet) or as `make reference` wrote it."""
+    if not docs.exists():
+        return []
+    index_path = docs / "index.json"
+    if not index_path.exists():
+        return [f"{docs}: no index.json, so not written by make reference"]
+    problems = []
+    try:
+        index = results.validate(index_path)
+    except results.ResultError as exc:
+        return [str(exc)]
+    listed = index["files"]
+    present = {p.relative_to(docs).as_posix() for p in docs.rglob("*") if p.is_file()} - {"index.json"}
+    problems += [f"docs/reference/{name}: not written by make reference (not in index.json)"
+                 for name in sorted(present - set(listed))]
+    problems += [f"docs/reference/{name}: listed in index.json but missing" for name in sorted(set(listed) - present)]
+    for name in sorted(present & set(listed)):
+        path = docs / name
+        if sha256(path) != listed[name]["sha256"]:
+            problems.append(f"docs/reference/{name}: changed since make reference wrote it (SHA-256 differs); "
+                            "run the command again")
+        if name.startswith("results/") and name.endswith(".json"):
+            try:
+                data = results.validate(path)
+            except results.ResultError as exc:
+                problems.append(str(exc))
+                continue
+            if data.get("run_id") != index["run_id"] or data["context"]["run"]["commit"] != \
+                    index["context"]["run"]["commit"]:
+                problems.append(f"docs/reference/{name}: of run {data.get('run_id')}, not {index['run_id']}")
+    readme = docs / "README.md"
+    if readme.exists() and f"run {index['run_id']}" not in readme.read_text().splitlines()[0]:
+        problems.append("docs/reference/README.md: its first line does not name the run")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m report.reference", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="stages: " + "; ".join(f"{s.name}: {s.what}" for s in STAGES))
+    parser.add_argument("--stages", default=os.environ.get("STAGES", ""),
+                        help="a comma list of stages to run (again), default: every stage not yet ended (STAGES)")
+    parser.add_argument("--scale", choices=SCALES, default=os.environ.get("REFERENCE_SCALE") or "full",
+                        help="full (the instruments' full design) or smoke (minutes: checks the command end to end; "
+                             "REFERENCE_SCALE)")
+    parser.add_argument("--new", action="store_true", help="start a new run even if one is under way")
+    parser.add_argument("--check", action="store_true", help="check docs/reference/ against its index; run nothing")
+    parser.add_argument("--list", action="store_true", help="the stages, their commands and expected cost")
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = check()
+        for problem in problems:
+            print(problem)
+        print(f"docs/reference/: {'as make reference wrote it' if not problems else f'{len(problems)} problem(s)'}")
+        return 1 if problems else 0
+    if args.list:
+        for s in STAGES:
+            print(f"{s.name}: {s.what}\n  expected at full design: {s.expected}")
+            for c in s.commands(args.scale):
+                print(f"  $ {c.text()}")
+        return 0
+    chosen = [n.strip() for n in args.stages.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in BY_NAME]
+    if unknown:
+        parser.error(f"unknown stage(s) {', '.join(unknown)}; the stages: {', '.join(BY_NAME)}")
+    folder = None if args.new else current_run()
+    if folder is not None:
+        run = json.loads((folder / "run.state").read_text())
+        if run["scale"] != args.scale or not same_code(run["commit"], git_commit()):
+            print(f"reference: the run under way ({run['id']}) is at scale {run['scale']}, commit {run['commit']}; "
+                  f"this is {args.scale}, {git_commit()}: starting a new run", flush=True)
+            folder = None
+    if folder is None:
+        folder = new_run(args.scale)
+    run = json.loads((folder / "run.state").read_text())
+    stages_path = folder / "stages.state"
+    ended = json.loads(stages_path.read_text())
+    todo = [s for s in STAGES if (s.name in chosen if chosen else not ended.get(s.name, {}).get("ok"))]
+    print(f"reference: run {run['id']} ({relative(folder)}), scale {run['scale']}; stages "
+          f"{', '.join(s.name for s in todo) or 'none left'}"
+          + (f"; ended before: {', '.join(n for n in ended if ended[n]['ok'])}" if ended else ""), flush=True)
+    failed = []
+    for stage in todo:
+        record = run_stage(stage, folder, run["scale"])
+        ended = json.loads(stages_path.read_text())
+        ended[stage.name] = record
+        stages_path.write_text(json.dumps(ended, indent=1) + "\n")
+        if not record["ok"]:
+            failed.append(stage.name)
+    total = sum(s["seconds"] for s in ended.values())
+    print(f"reference: run {run['id']}: {len(ended)} of {len(STAGES)} stages ended, {total / 60:.1f} min in all, "
+          f"{disk_bytes(folder) / 1e6:.0f} MB in {relative(folder)}"
+          + (f"; failed: {', '.join(failed)} (make reference STAGES={','.join(failed)} runs them again)"
+             if failed else ""), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

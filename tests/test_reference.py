@@ -1,0 +1,190 @@
+"""make reference (report/reference.py): what docs/reference/ holds was written by the command, from one
+run, and a hand's edit, an added or a lost file is found; the stages cover every instrument; a run's
+long sample lists are kept as their count and quantiles."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lab import results
+from lab.context import host_context
+from lab.settings import ROOT
+from lab.stats import noise
+from report import reference
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_what_docs_reference_holds_is_what_make_reference_wrote():
+    """The committed reference (when there is one): every file listed in its index with the SHA-256 it was
+    written with, every compact result valid and of the index's run; no file beside them."""
+    assert reference.check() == [], reference.check()
+
+
+def snapshot(calibration_us: float, load: float) -> dict:
+    return {"time": 0.0, "calibration_us": calibration_us, "calibration_samples": [calibration_us],
+            "slow_share": 0.0, "loadavg": [load, load, load], "cpu_ticks": {}}
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> Path:
+    """A run as make reference leaves it before its report stage: run.state, stages.state and the
+    instruments' results (real result files of the lab's examples; one with 500 samples)."""
+    folder = tmp_path / "run"
+    out = folder / "results"
+    (out / "load").mkdir(parents=True)
+    shutil.copy(DATA / "fernando-small.json", out / "load" / "fernando-latest.json")
+    (out / "load" / "notes.txt").write_text("a file that is not JSON: its size listed, not kept\n")
+    context = host_context()
+    results.write("cpus", "cpus", context, {"samples_us": [float(i) for i in range(500)]}, out)
+    (out / "benchmarks").mkdir()
+    (out / "benchmarks" / "pytest-benchmark.json").write_text(json.dumps({"benchmarks": []}))  # not a result
+    run = {"id": "2026-12-03T140000Z-abcdef123456-smoke", "scale": "smoke", "commit": context["commit"],
+           "started": context["date"], "host": context}
+    (folder / "run.state").write_text(json.dumps(run))
+    guard = noise.verdict(snapshot(100.0, 1.0), snapshot(130.0, 3.0))
+    stages = {"studies": {"stage": "studies", "what": "x", "started": context["date"], "seconds": 12.5,
+                          "disk_bytes": 9000, "ok": True, "commit": context["commit"], "noise": guard,
+                          "commands": [{"command": "python -m studies fernando", "exit": 0, "seconds": 12.0,
+                                        "must_pass": False}]}}
+    (folder / "stages.state").write_text(json.dumps(stages))
+    return folder
+
+
+def test_publish_writes_the_report_compact_results_and_an_index_that_checks(run_folder, tmp_path):
+    docs = tmp_path / "docs-reference"
+    reference.publish(run_folder, docs)
+    assert reference.check(docs) == []
+    index = results.validate(docs / "index.json")
+    assert index["run_id"] == "2026-12-03T140000Z-abcdef123456-smoke"
+    assert set(index["files"]) >= {"README.md", "results/studies.json", "results/other.json"}
+    assert index["raw"]["files"] == 5 and index["stages"]["studies"]["noise_flagged"]  # calibration +30 %
+    studies = results.validate(docs / "results" / "studies.json")
+    assert list(studies["results"]) == ["load/fernando-latest.json"]
+    assert studies["context"]["run"]["stages"]["studies"]["calibration_us"] == [100.0, 130.0]
+    assert studies["noise"]["flagged"] and studies["stage"]["seconds"] == 12.5
+    other = results.validate(docs / "results" / "other.json")
+    samples = other["results"][next(iter(other["results"]))]["samples_us"]
+    assert samples["samples"] == 500 and samples["median"] == 249.5 and samples["max"] == 499.0
+    readme = (docs / "README.md").read_text()
+    assert readme.splitlines()[0].startswith("<!-- written by `make reference`") and "run 2026-12-03T140000Z" in \
+        readme.splitlines()[0]
+    assert "| studies |" in readme and "flagged: the pure-Python calibration moved +30%" in readme
+
+
+@pytest.mark.parametrize("tamper,found", [
+    (lambda d: (d / "README.md").write_text((d / "README.md").read_text() + "\na figure typed in\n"),
+     "README.md: changed since make reference wrote it"),
+    (lambda d: (d / "notes.md").write_text("hand-written\n"), "notes.md: not written by make reference"),
+    (lambda d: (d / "results" / "studies.json").unlink(), "results/studies.json: listed in index.json but missing"),
+    (lambda d: (d / "index.json").unlink(), "no index.json"),
+])
+def test_a_hand_edit_an_added_or_a_lost_file_fails_the_check(run_folder, tmp_path, tamper, found):
+    docs = tmp_path / "docs-reference"
+    reference.publish(run_folder, docs)
+    tamper(docs)
+    problems = reference.check(docs)
+    assert any(found in p for p in problems), problems
+
+
+def test_a_compact_result_of_another_run_fails_the_check(run_folder, tmp_path):
+    docs = tmp_path / "docs-reference"
+    reference.publish(run_folder, docs)
+    other = tmp_path / "other"
+    run = json.loads((run_folder / "run.state").read_text())
+    (run_folder / "run.state").write_text(json.dumps({**run, "id": "2026-12-01T000000Z-0123-smoke"}))
+    reference.publish(run_folder, other)
+    shutil.copy(other / "results" / "studies.json", docs / "results" / "studies.json")
+    problems = reference.check(docs)
+    assert any("of run 2026-12-01T000000Z-0123-smoke" in p for p in problems), problems
+
+
+def test_the_stages_cover_every_instrument_at_both_scales():
+    """Each instrument's command is in a stage (the latency suite with both modes at full scale, fuzz at
+    10,000 cases); the smoke scale runs the same commands, smaller."""
+    for scale in reference.SCALES:
+        commands = {s.name: [c.text() for c in s.commands(scale)] for s in reference.STAGES}
+        text = "\n".join(c for cs in commands.values() for c in cs)
+        for needle in ("pytest --benchmark-only benchmarks", "-m capture", "-m capture.push", "-m load", "-m sweep",
+                       "-m studies push", "-m studies feathers", "-m studies fernando", "-m profiling",
+                       "tests/test_fuzz.py"):
+            assert needle in text, (scale, needle)
+        if scale == "full":
+            assert "LAB_MODE=native,docker" in commands["latency"][0]
+            assert "FUZZ_CASES=10000" in commands["fuzz"][0]
+    assert [s.name for s in reference.STAGES][-1] == "report"
+
+
+def test_a_result_lands_in_the_stage_that_writes_its_folder():
+    assert reference.stage_of("benchmarks/native+docker-latest.json") == "latency"
+    assert reference.stage_of("load/sweep-latest.json") == "load"
+    assert reference.stage_of("load/push-latest.json") == "studies"
+    assert reference.stage_of("capture/wire.json") == "capture"
+    assert reference.stage_of("fuzz/latest.json") == "fuzz"
+
+
+def test_the_make_target_passes_stages_and_scale():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "reference: bootstrap" in makefile and "--stages $(STAGES)" in makefile
+    assert "--scale $(REFERENCE_SCALE)" in makefile
+
+
+def test_a_run_of_native_and_docker_reads_as_a_run_of_each_mode():
+    """make reference measures both modes in one run (native+docker-latest.json); the report's per-mode
+    sections read each mode's subjects from it, named without the site's suffix, ranked against their
+    own direct."""
+    from report.inputs import one_site
+
+    row = {"median": 100.0}
+    run = {"context": {"mode": "native+docker", "sites": [{"mode": "native", "suffix": ""},
+                                                           {"mode": "docker", "suffix": "@docker"}]},
+           "results": {"insert": {"rest/python_flask": row, "direct": row, "rest/python_flask@docker": row,
+                                  "direct@docker": row}},
+           "site_rankings": {"insert": {"": {"order": ["direct", "rest/python_flask"]},
+                                        "@docker": {"order": ["direct@docker", "rest/python_flask@docker"]}}}}
+    docker = one_site(run, "docker", "native+docker")
+    assert set(docker["results"]["insert"]) == {"rest/python_flask", "direct"}
+    assert docker["rankings"]["insert"]["order"] == ["direct", "rest/python_flask"]
+    assert docker["context"]["mode"] == "docker" and docker["context"]["one_site_of"] == "native+docker-latest.json"
+    native = one_site(run, "native", "native+docker")
+    assert set(native["results"]["insert"]) == {"rest/python_flask", "direct"}
+    assert one_site(run, "native", "native+native@rtt20ms") is not None
+    assert one_site(run, "docker", "native+native@rtt20ms") is None
+
+
+def test_a_run_goes_on_across_a_commit_of_the_reference_alone():
+    """A run resumes at the commit it started from, or one that differs from it in docs/reference/ only."""
+    import subprocess
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+    parent = subprocess.run(["git", "rev-parse", "HEAD~1"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=30).stdout.strip()
+    if not head or not parent:
+        pytest.skip("not a git checkout with history")
+    assert reference.same_code(head, head)
+    touched = subprocess.run(["git", "diff", "--name-only", parent, head], cwd=ROOT, capture_output=True,
+                             text=True, timeout=30).stdout.split()
+    assert reference.same_code(parent, head) == all(t.startswith("docs/reference/") for t in touched)
+    assert not reference.same_code(head + "-dirty", head)
+
+
+def test_the_fuzz_stage_prints_cases_failures_server_errors_and_time(tmp_path):
+    from fuzz.summary import lines
+
+    context = host_context()
+    tallies = [{"implementation": "rest/python_flask", "cases": 10000, "failures": 0, "server_errors": 0,
+                "seconds": 312.4, "date": context["date"], "commit": context["commit"]},
+               {"implementation": "grpc/go_grpc", "cases": 10000, "failures": 2, "server_errors": 1,
+                "date": context["date"], "commit": context["commit"]}]   # an older tally, without its time
+    path = results.write("fuzz", "latest", context, {"cases_per_implementation": 10000, "seed": 1,
+                                                      "tallies": tallies}, tmp_path, stamped=False)
+    out = lines(path)
+    assert out[0] == "latest.json: 10,000 cases per implementation, seed 1"
+    assert "rest/python_flask" in out[1] and "10,000 cases" in out[1] and "312.4 s" in out[1]
+    assert "2 failures" in out[2] and "1 server errors" in out[2] and "no time recorded" in out[2]
+    assert out[-1] == "  all 2 implementations: 20,000 cases, 2 failures, 1 server errors, 5.2 min of cases"
