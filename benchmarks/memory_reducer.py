@@ -58,10 +58,18 @@ GC_LINE = re.compile(r"\]\s+(\d+) ms: (Scavenge|Mark-Compact(?: \(reduce\))?)"
                      r" [\d.]+ \(([\d.]+)\) -> [\d.]+ \(([\d.]+)\) MB")
 
 
+def _own_process(impl: Implementation) -> bool:
+    """Whether `impl` runs a process of its own (not a client-only variant served by its base's)."""
+    served_by = getattr(impl, "served_by", None)
+    return served_by is None or served_by == impl.name
+
+
 def subjects(implementations: Sequence[Implementation] | None = None) -> tuple[list[str], list[str]]:
     """(the Node.js implementations that serve the CRUD operations, the first Python implementation
-    of each of their protocols), both in registry order; `implementations`: the registry's (select())."""
-    found = list(select() if implementations is None else implementations)
+    of each of their protocols), both in registry order; `implementations`: the registry's (select()).
+    One subject a service: a variant the default run measures beside its base (Connect's wire and codec
+    values, which change only the lab's client) is the same process, its heap the base's."""
+    found = [i for i in (select() if implementations is None else implementations) if _own_process(i)]
     node = [i for i in found if i.language == NODE and i.serves(*CRUD_CALLS)]
     protocols = {i.protocol for i in node}
     control = [i for i in found if i.language == CONTROL and i.protocol in protocols and i.serves(*CRUD_CALLS)]

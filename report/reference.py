@@ -70,9 +70,18 @@ class Stage:
 
 PY = [sys.executable]
 PYTEST = [*PY, "-m", "pytest"]
-# At the smoke scale: one implementation of a protocol per language family, enough to cross every
-# instrument's code path in minutes.
-SMOKE_IMPLS = ["rest/python_flask", "grpc/go_grpc"]
+
+
+def smoke_impls() -> list[str]:
+    """At the smoke scale: a Python implementation and a Go one of another protocol (the registry's
+    first that serve the CRUD calls), enough to cross every instrument's code path in minutes."""
+    from lab.registry import one_per_protocol
+
+    first = one_per_protocol(("python",))[0]
+    other = next(n for n in one_per_protocol(("go",)) if n.split("/")[0] != first.split("/")[0])
+    return [first, other]
+
+
 SMOKE_PUSH = ["ws/go_gorilla"]
 
 
@@ -83,20 +92,20 @@ def _smoke(scale: str, full: list[str], smoke: list[str]) -> list[str]:
 def latency(scale: str) -> list[Command]:
     env = {"LAB_MODE": "native" if scale == "smoke" else "native,docker"}
     if scale == "smoke":
-        env |= {"LAB_ONLY": ",".join(SMOKE_IMPLS), "LAB_BENCH_CYCLES": "20", "LAB_BENCH_SETTLE_CYCLES": "2",
+        env |= {"LAB_ONLY": ",".join(smoke_impls()), "LAB_BENCH_CYCLES": "20", "LAB_BENCH_SETTLE_CYCLES": "2",
                 "LAB_BENCH_WARMUP": "5", "LAB_BENCH_OPERATIONS": "fetch-one"}
     return [Command([*PYTEST, "--benchmark-only", "benchmarks"], env)]
 
 
 def capture(scale: str) -> list[Command]:
-    only = _smoke(scale, [], ["--only", *SMOKE_IMPLS, "-n", "5", "--new-connections", "1"])
+    only = _smoke(scale, [], ["--only", *smoke_impls(), "-n", "5", "--new-connections", "1"])
     return [Command([*PY, "-m", "capture", *only]),
             Command([*PY, "-m", "capture.push", *_smoke(scale, [], ["--only", *SMOKE_PUSH])])]
 
 
 def load(scale: str) -> list[Command]:
     return [Command([*PY, "-m", "load", *_smoke(scale, ["--clients", "10", "50", "100", "500", "1000"],
-                                                 ["--impl", SMOKE_IMPLS[0], "--clients", "10", "--model", "closed",
+                                                 ["--impl", smoke_impls()[0], "--clients", "10", "--model", "closed",
                                                   "--duration", "1"])])]
 
 
@@ -104,7 +113,7 @@ def sweep(scale: str) -> list[Command]:
     """The default grid (one implementation per protocol, ~28 min planned); REFERENCE_SWEEP_GRID=full: every
     implementation, the sized payload rows, more paths (~2.7 h planned)."""
     grid = ["--grid", os.environ["REFERENCE_SWEEP_GRID"]] if os.environ.get("REFERENCE_SWEEP_GRID") else []
-    return [Command([*PY, "-m", "sweep", *_smoke(scale, grid, ["--axis", "payload", "--impl", SMOKE_IMPLS[0],
+    return [Command([*PY, "-m", "sweep", *_smoke(scale, grid, ["--axis", "payload", "--impl", smoke_impls()[0],
                                                               "--operations", "fetch-1,fetch-10", "--cycles", "20"])])]
 
 
@@ -119,23 +128,21 @@ def study_commands(scale: str) -> list[Command]:
     out = [Command([*PY, "-m", "studies", push, *_smoke(scale, [], ["--quick", "--impl", *SMOKE_PUSH])],
                    must_pass=False)]
     for name in own:
-        # the studies' own ladders: Feathers up to 2,000 calls a connection, Fernando & Engel with no time budget
-        full = {"feathers": ["--calls", "1", "10", "50", "500", "1000", "2000"],
-                "fernando": ["--budget", "0"]}.get(name, [])
-        smoke = {"feathers": ["--impl", "ws/node_ws", "--calls", "1", "10", "--duration", "1"],
-                 "fernando": ["--impl", *SMOKE_PUSH, "--clients", "10", "--runs", "1", "--budget", "30",
-                              "--duration", "1"]}.get(name, ["--duration", "1"])
+        # a study's own arguments (its scenario's REFERENCE_ARGS: its ladder at full design, a
+        # minutes-long smoke), else its defaults and a one-second window at the smoke scale
+        args = getattr(next(s for s in STUDIES if s.name == name).scenario(), "REFERENCE_ARGS", {})
+        full, smoke = args.get("full", []), args.get("smoke", ["--duration", "1"])
         out.append(Command([*PY, "-m", "studies", name, *_smoke(scale, full, smoke)], must_pass=False))
     return out
 
 
 def profiles(scale: str) -> list[Command]:
-    return [Command([*PY, "-m", "profiling", *_smoke(scale, [], ["--impl", SMOKE_IMPLS[0], "--operation",
+    return [Command([*PY, "-m", "profiling", *_smoke(scale, [], ["--impl", smoke_impls()[0], "--operation",
                                                                   "fetch-one", "--seconds", "2"])])]
 
 
 def fuzz(scale: str) -> list[Command]:
-    env = {"FUZZ_CASES": "10000"} if scale == "full" else {"FUZZ_CASES": "20", "LAB_ONLY": ",".join(SMOKE_IMPLS)}
+    env = {"FUZZ_CASES": "10000"} if scale == "full" else {"FUZZ_CASES": "20", "LAB_ONLY": ",".join(smoke_impls())}
     return [Command([*PYTEST, "--benchmark-disable", "tests/test_fuzz.py", "-q"], env)]
 
 
@@ -151,7 +158,8 @@ STAGES: list[Stage] = [
           "~28 min planned for the default grid (python -m sweep --dry-run); REFERENCE_SWEEP_GRID=full ~2.7 h",
           sweep),
     Stage("studies", "the push studies in one run, then each study's own scenario",
-          "push 8.7 min (studies/__main__.py, load average ~18); feathers and fernando not timed at these ladders",
+          "push 8.7 min (studies/__main__.py, load average ~18); the studies with scenarios of their own "
+          "not timed at their full ladders",
           study_commands),
     Stage("profiles", "CPU profiles per implementation and operation with each runtime's own profiler",
           "14 min 57 s over 18 implementations x 2 operations (docs/notes/2026-12-02-locust-layers-profiles.md, "

@@ -66,10 +66,12 @@ def test_the_subjects_are_the_node_request_answering_services_and_a_python_contr
 def test_the_default_subjects_follow_the_manifests() -> None:
     node, control = subjects()
     registry = select()
-    assert node == [i.name for i in registry if i.language == "node" and i.serves(*CRUD_CALLS)]
-    # the experiment's first run (docs/notes/latency-design-experiments.md): these five, Flask and graphene controls
+    assert node == [i.name for i in registry if i.language == "node" and i.serves(*CRUD_CALLS)
+                    and i.served_by == i.name]  # connect/node_connect+grpc is node_connect's process
+    # the experiment's first run (docs/notes/latency-design-experiments.md): these five, Flask and graphene
+    # controls; connect/node_connect (2026-12-03) answers the same calls and joins them
     assert set(node) == {"ws/node_ws", "grpc/node_grpcjs", "graphql/node_yoga", "rest/node_fastify",
-                         "socketio/node_socketio"}
+                         "socketio/node_socketio", "connect/node_connect"}
     assert {"rest/python_flask", "graphql/python_graphene"} <= set(control)
     by_name = {i.name: i for i in registry}
     protocols = [by_name[c].protocol for c in control]

@@ -35,6 +35,11 @@ from load.common import SWEEP_CLIENTS, drivable, load_context, settings_from, wr
 from studies.fernando import STUDY
 
 SCENARIO = STUDY.published()["scenario"]
+# make reference (report/reference.py): this study's arguments at the full design (no time budget)
+# and at the smoke scale (minutes, every code path)
+REFERENCE_ARGS = {"full": ["--budget", "0"],
+                  "smoke": ["--impl", "ws/go_gorilla", "--clients", "10", "--runs", "1", "--budget", "30",
+                            "--duration", "1"]}
 CLIENTS: tuple[int, ...] = tuple(SCENARIO["clients"])   # the study: 100, 200, 400, 600, 800, 1,000 (--clients)
 SERVED: tuple[str, ...] = tuple(SCENARIO["operations"])  # echo, broadcast
 
