@@ -181,7 +181,10 @@ def _host_state() -> dict:
     return {"netns": subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout,
             "links": subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
                                     timeout=30).stdout.count("plnet"),
-            "qdiscs": subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, timeout=30).stdout,
+            # the lab's own devices only (plnet*): another test running meanwhile may add or remove a
+            # device of its own (Docker's bridge and veths), whose qdiscs are not this test's to keep
+            "qdiscs": [line for line in subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True,
+                                                       timeout=30).stdout.splitlines() if "plnet" in line],
             "iptables": iptables,
             "children": sorted(p.pid for p in psutil.Process().children(recursive=True))}
 

@@ -177,11 +177,29 @@ function replay(socket, first) {
 // client hung there: gRPC-Web over HTTP/1.1, a request over the receive limit and the next one).
 // A request without a body (no Content-Length or a zero one, no Transfer-Encoding: a GET) keeps its
 // connection whenever it is answered (its `complete` is still false in a handler that answers at once).
+// A lingering close, as Go's net/http does it (closeWriteAndWait): after such a reply the socket sends
+// its FIN but keeps reading, and dropping, what the client still sends for half a second before it is
+// destroyed, so the client's write of the rest of its body does not meet a reset (a broken pipe where
+// the reply was already on its way: Connect's conformance case unexpected-content-type, 1 in ~700).
+function lingerOnClose(socket) {
+  if (!socket || socket.lingering) return;
+  socket.lingering = true;
+  socket.destroySoon = function destroySoon() {
+    this.end();
+    this.on('data', () => {});
+    this.resume();
+    setTimeout(() => this.destroy(), 500).unref();
+  };
+}
+
 class CloseUnreadResponse extends ServerResponse {
   writeHead(...args) {
     const { headers } = this.req;
     const body = headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
-    if (body && !this.req.complete) this.shouldKeepAlive = false;
+    if (body && !this.req.complete) {
+      this.shouldKeepAlive = false;
+      lingerOnClose(this.socket);
+    }
     return super.writeHead(...args);
   }
 }
