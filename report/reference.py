@@ -293,7 +293,9 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
              f"# Reference run {run['id']}", "",
              f"Made by `make reference` at scale **{run['scale']}**, commit `{run['commit']}`, started "
              f"{run['started']} on {host['cpu']['count']} × {host['cpu']['model']} ({host['platform']}). "
-             f"The stages took {total_s / 60:.0f} min in all. Each stage's commands, cost and noise guard "
+             + (f"The report below was written from its results at commit `{git_commit()}` "
+                "(`python -m report.reference --publish`). " if git_commit() != run["commit"] else "")
+             + f"The stages took {total_s / 60:.0f} min in all. Each stage's commands, cost and noise guard "
              "are below and in `index.json`; the compact results with their full context are in `results/`.",
              "", "| stage | started (UTC) | time | disk | load average before → after | calibration µs before → after "
              "| noise guard |", "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -326,6 +328,7 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     (staging / "README.md").write_text("\n".join(run_header(run, stages)) + "\n" + page)
     if (report_dir / "report-figures").exists():
         shutil.copytree(report_dir / "report-figures", staging / "report-figures")
+    (staging / "findings.md").write_text(findings_block(run, out, staging))
     # compact results, one file per stage: the result files under the stage's folders
     raw: dict[str, int] = {}
     by_stage: dict[str, dict[str, Any]] = {}
@@ -363,11 +366,44 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     results.write("reference-index", "index", context, index, staging, stamped=False)
     shutil.rmtree(docs, ignore_errors=True)
     shutil.copytree(staging, docs)
+    if docs == DOCS:
+        sync_readme(docs)
     committed = disk_bytes(docs)
     print(f"reference: {relative(docs)}/ written: {len(files) + 1} files, {committed / 1e6:.2f} MB "
           f"(the run's raw results: {index['raw']['bytes'] / 1e6:.0f} MB in {index['raw']['files']} files, "
           f"{index['raw']['folder']}, not committed)" + (f"; large: {', '.join(big)}" if big else ""), flush=True)
     return sorted(docs.rglob("*"))
+
+
+README = settings.ROOT / "README.md"
+
+
+def findings_block(run: dict[str, Any], out: Path, staging: Path) -> str:
+    """The README's findings (report/findings.py) from the run's results, with the run, machine and date."""
+    from report import findings
+    from report.inputs import load as load_inputs
+
+    host = run["host"]
+    figure = "docs/reference/report-figures/summary.svg" if (staging / "report-figures" / "summary.svg").exists() \
+        else None
+    line = (f"From the reference run `{run['id']}` (commit `{run['commit'][:12]}`, {host['cpu']['count']} × "
+            f"{host['cpu']['model']}, started {run['started'][:16]} UTC; each stage's noise verdict and the whole "
+            "report in [docs/reference/](docs/reference/README.md)), computed by `report/findings.py`:")
+    return findings.block(line, findings.headline(load_inputs(out)), figure)
+
+
+def sync_readme(docs: Path = DOCS, readme: Path = README) -> bool:
+    """README.md's findings block made docs/reference/findings.md; whether it changed."""
+    from report import findings
+
+    source = docs / "findings.md"
+    if not source.exists() or not readme.exists():
+        return False
+    text = readme.read_text()
+    new = findings.replace_block(text, source.read_text())
+    if new != text:
+        readme.write_text(new)
+    return new != text
 
 
 def run_context(run: dict[str, Any], stages: dict[str, Any]) -> dict[str, Any]:
@@ -392,7 +428,7 @@ def stage_of(rel: str) -> str:
     return FOLDERS.get(top, "other")
 
 
-def check(docs: Path = DOCS) -> list[str]:
+def check(docs: Path = DOCS, readme: Path | None = None) -> list[str]:
     """What is wrong with docs/reference/: a file not listed in index.json or not as listed there (edited by
     hand), a listed one missing, a result that does not validate or is of another run. [] when it is
     absent (no reference run committed yet) or as `make reference` wrote it."""
@@ -425,10 +461,28 @@ def check(docs: Path = DOCS) -> list[str]:
             if data.get("run_id") != index["run_id"] or data["context"]["run"]["commit"] != \
                     index["context"]["run"]["commit"]:
                 problems.append(f"docs/reference/{name}: of run {data.get('run_id')}, not {index['run_id']}")
-    readme = docs / "README.md"
-    if readme.exists() and f"run {index['run_id']}" not in readme.read_text().splitlines()[0]:
+    page = docs / "README.md"
+    if page.exists() and f"run {index['run_id']}" not in page.read_text().splitlines()[0]:
         problems.append("docs/reference/README.md: its first line does not name the run")
-    return problems
+    readme = readme or (README if docs == DOCS else None)   # another folder's: no README of its own
+    return problems + (readme_problems(docs, readme) if readme else [])
+
+
+def readme_problems(docs: Path = DOCS, readme: Path = README) -> list[str]:
+    """README.md's findings block is docs/reference/findings.md, as make reference copied it."""
+    from report import findings
+
+    source = docs / "findings.md"
+    if not source.exists():
+        return []
+    block = findings.current_block(readme.read_text()) if readme.exists() else None
+    if block is None:
+        return [f"{readme.name}: no findings block (the markers {findings.FINDINGS_START!r} ... "
+                f"{findings.FINDINGS_END!r}); make reference writes it"]
+    if block != source.read_text():
+        return [f"{readme.name}: its findings differ from docs/reference/findings.md (edited by hand?); "
+                "python -m report.reference --sync-readme copies them again"]
+    return []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,7 +497,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new", action="store_true", help="start a new run even if one is under way")
     parser.add_argument("--check", action="store_true", help="check docs/reference/ against its index; run nothing")
     parser.add_argument("--list", action="store_true", help="the stages, their commands and expected cost")
+    parser.add_argument("--publish", type=Path, metavar="RUN",
+                        help="write docs/reference/ again from the ended run in folder RUN with this commit's report "
+                             "code (the run's commit stays named; the report's beside it); run nothing")
+    parser.add_argument("--sync-readme", action="store_true",
+                        help="copy docs/reference/findings.md into README.md's findings block; run nothing")
     args = parser.parse_args(argv)
+    if args.sync_readme:
+        print("README.md: findings " + ("copied from docs/reference/findings.md" if sync_readme() else "unchanged"))
+        return 0
+    if args.publish:
+        if not (args.publish / "run.state").exists():
+            parser.error(f"{args.publish}: no run.state, so not a make reference run")
+        publish(args.publish)
+        return 0
     if args.check:
         problems = check()
         for problem in problems:

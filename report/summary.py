@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from clients.protocols import label
+from report import findings as run_findings
 from report.figures import _svg, plt
 from report.grouping import language_label
 from report.inputs import Inputs
@@ -119,7 +120,7 @@ def section(page: Page, inputs: Inputs) -> None:
                     f"Each implementation's time per operation ÷ direct's ({mode} mode), the median over cycles of "
                     "the ratio paired by cycle, with its 99 % bootstrap interval; grouped by protocol, by "
                     "language within it (colour). Left of 1: no implementation can be."),
-             Bullets(findings(rankings, operations, subjects, inputs)),
+             Bullets(findings(rankings, operations, subjects, inputs) + run_findings.across(inputs)),
              Para("A group is a set of implementations the intervals cannot tell apart (every pair's 99 % "
                   "interval includes 1); each group is slower than a member of the one before. One run's "
                   "intervals cover that run's noise, not the machine's from one run to the next "

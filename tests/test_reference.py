@@ -188,3 +188,50 @@ def test_the_fuzz_stage_prints_cases_failures_server_errors_and_time(tmp_path):
     assert "rest/python_flask" in out[1] and "10,000 cases" in out[1] and "312.4 s" in out[1]
     assert "2 failures" in out[2] and "1 server errors" in out[2] and "no time recorded" in out[2]
     assert out[-1] == "  all 2 implementations: 20,000 cases, 2 failures, 1 server errors, 5.2 min of cases"
+
+
+def test_the_readmes_findings_are_the_reference_runs_and_a_hand_edit_is_found(run_folder, tmp_path):
+    """publish writes findings.md (report/findings.py, from the run's results); sync_readme puts it between
+    README's markers; a figure changed there by hand fails the check, and syncing again mends it."""
+    from report import findings
+
+    docs = tmp_path / "docs-reference"
+    reference.publish(run_folder, docs)
+    written = (docs / "findings.md").read_text()
+    assert "From the reference run `2026-12-03T140000Z-abcdef123456-smoke`" in written
+    assert "**The published studies**" in written   # the studies' claims judged on the run's (few) results
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# lab\n\n{findings.FINDINGS_START}\nold\n{findings.FINDINGS_END}\n\n## Two commands\n")
+    assert any("differ from docs/reference/findings.md" in p for p in reference.check(docs, readme))
+    assert reference.sync_readme(docs, readme) and reference.check(docs, readme) == []
+    assert readme.read_text().endswith(f"{findings.FINDINGS_END}\n\n## Two commands\n")
+    readme.write_text(readme.read_text().replace("claims:", "claims (typed):"))
+    assert any("edited by hand" in p for p in reference.check(docs, readme))
+    readme.write_text("# lab without markers\n")
+    assert any("no findings block" in p for p in reference.check(docs, readme))
+
+
+def test_a_finding_names_the_fastest_and_slowest_with_their_intervals_and_the_groups():
+    """report/findings.py on a synthetic ranking with known answers; a site's subject (…@docker) is not
+    one of the native run's implementations."""
+    from report import findings
+    from report.inputs import Inputs
+
+    to_base = {"a/go_x": {"ratio": 1.5, "ci": [1.4, 1.6]}, "b/python_y": {"ratio": 3.0, "ci": [2.8, 3.3]},
+               "c/node_z": {"ratio": 2.9, "ci": [2.5, 3.2]}, "a/go_x@docker": {"ratio": 9.0, "ci": [8, 10]}}
+    ranking = {"confidence": 0.99, "cycles": 300, "tiers": [["direct"], ["a/go_x"], ["b/python_y", "c/node_z"]],
+               "to_baseline": to_base}
+    run = {"context": {"date": "2026-12-03T17:00:00+00:00", "noise": {"flagged": False}},
+           "rankings": {"fetch-one": ranking}, "results": {"fetch-one": {}},
+           "comparisons": {"fetch-one": [
+               {"a": "a/go_x@docker", "b": "a/go_x", "axis": "mode", "ratio": 1.2, "ci": [1.1, 1.3]},
+               {"a": "b/python_y@docker", "b": "b/python_y", "axis": "mode", "ratio": 0.98, "ci": [0.9, 1.05]}]}}
+    inputs = Inputs(Path("/nonexistent"), runs={"native": run})
+    text = findings.extremes(inputs, "fetch-one")
+    assert "fastest of 3, `a/go_x`, takes 1.50× [1.40–1.60]" in text
+    assert "the slowest, `b/python_y`, 3.00× [2.80–3.30]" in text and "separate 2 groups" in text
+    assert findings.extremes(inputs, "fetch-100") is None
+    docker = findings.docker(inputs)
+    assert "2 pairs" in docker and "1 slower and 0 faster" in docker and "`a/go_x@docker` ÷ `a/go_x`, 1.20×" in docker
+    run["context"]["noise"] = {"flagged": True, "reasons": ["the calibration moved +19%"]}
+    assert "flagged this run: the calibration moved +19%" in findings.extremes(inputs, "fetch-one")
