@@ -60,8 +60,7 @@ GC_LINE = re.compile(r"\]\s+(\d+) ms: (Scavenge|Mark-Compact(?: \(reduce\))?)"
 
 def _own_process(impl: Implementation) -> bool:
     """Whether `impl` runs a process of its own (not a client-only variant served by its base's)."""
-    served_by = getattr(impl, "served_by", None)
-    return served_by is None or served_by == impl.name
+    return impl.served_by == impl.name
 
 
 def subjects(implementations: Sequence[Implementation] | None = None) -> tuple[list[str], list[str]]:

@@ -5,13 +5,14 @@ run, and where results go (results/load/<name>-<date>.json, <name>-latest.json).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from clients.protocols import get as protocol
 from lab import results as lab_results
 from lab import settings, workload
 from lab.host import pinning
-from lab.registry import select
+from lab.registry import Implementation, select
 from load import runner
 from load.engine import locust_version
 
@@ -30,19 +31,26 @@ def why_not(impl: Any, operation: str) -> str | None:
     return None
 
 
+def chosen(names: list[str] | None, reason: Callable[[Implementation], str | None], none_left: str) -> list[str]:
+    """The implementations named (default: all) for which `reason` finds nothing against; each other one
+    printed with its reason. SystemExit(none_left) when none is left."""
+    out = []
+    for impl in select(names or None):
+        why = reason(impl)
+        if why:
+            print(f"{impl.name}: left out: {why}")
+        else:
+            out.append(impl.name)
+    if not out:
+        raise SystemExit(none_left)
+    return out
+
+
 def drivable(names: list[str] | None, operations_: tuple[str, ...]) -> list[str]:
     """The implementations named (default: all) that Locust can drive with every
     one of `operations_`; the others are named with the reason."""
-    chosen = []
-    for impl in select(names or None):
-        reasons = [r for op in operations_ if (r := why_not(impl, op))]
-        if reasons:
-            print(f"{impl.name}: left out: {reasons[0]}")
-        else:
-            chosen.append(impl.name)
-    if not chosen:
-        raise SystemExit("no implementation to drive")
-    return chosen
+    return chosen(names, lambda impl: next((r for op in operations_ if (r := why_not(impl, op))), None),
+                  "no implementation to drive")
 
 
 def settings_from(args: argparse.Namespace, pins: pinning.Pinning, **kw: Any) -> runner.Settings:

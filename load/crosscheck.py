@@ -36,11 +36,11 @@ from clients.base import CALL_TIMEOUT, OperationClient
 from clients.protocols import PROTOCOLS, Protocol
 from lab import settings, workload
 from lab.context import run_context
-from lab.registry import Implementation, select
+from lab.registry import Implementation
 from lab.resources import cpu_seconds
 from lab.stack import Lab, running_lab
 from load import histograms
-from load.common import prepare, write
+from load.common import chosen, prepare, write
 
 # The latency suite's operations (the workload table's): its medians stand beside these.
 OPERATED = workload.LATENCY
@@ -200,21 +200,14 @@ def measure(lab: Lab, impl: Implementation, operation: str, calls: int = CALLS, 
 
 # --- the run --------------------------------------------------------------------------
 
-def chosen(names: list[str] | None) -> list[str]:
-    """The implementations named (default: all) that a cross-check client can drive with
-    every operation; the others are named with the reason."""
-    out = []
-    for impl in select(names or None):
-        protocol = PROTOCOLS.get(impl.protocol)
-        if protocol is None or not protocol.crosscheck:
-            print(f"{impl.name}: left out: {protocol.no_crosscheck if protocol else 'no protocol descriptor'}")
-        elif not impl.serves("create", "get", "list"):
-            print(f"{impl.name}: left out: it does not serve create, get and list (its manifest's operations)")
-        else:
-            out.append(impl.name)
-    if not out:
-        raise SystemExit("no implementation to cross-check")
-    return out
+def why_not(impl: Implementation) -> str | None:
+    """Why the outside client cannot cross-check `impl`, or None."""
+    protocol = PROTOCOLS.get(impl.protocol)
+    if protocol is None or not protocol.crosscheck:
+        return protocol.no_crosscheck if protocol else "no protocol descriptor"
+    if not impl.serves("create", "get", "list"):
+        return "it does not serve create, get and list (its manifest's operations)"
+    return None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -226,7 +219,7 @@ def main(args: argparse.Namespace) -> int:
         calls = calls[0]
     began = time.monotonic()
     results: dict[str, dict[str, Any]] = {}
-    with running_lab(chosen(args.impl)) as lab:
+    with running_lab(chosen(args.impl, why_not, "no implementation to cross-check")) as lab:
         for operation in OPERATED:
             for impl in lab.implementations:
                 cell = measure(lab, impl, operation, calls)

@@ -51,7 +51,7 @@ import httpx
 
 from clients.http import require_http2
 from clients.protocols import PROTOCOLS
-from lab import registry, settings, workload
+from lab import settings, workload
 from lab.context import run_context
 from lab.environment import client_options
 from lab.host import pinning
@@ -61,7 +61,7 @@ from lab.resources import cpu_seconds, rss_bytes
 from lab.stack import Lab, running_lab
 from load import histograms, runner, summary
 from load.__main__ import _result_name
-from load.common import prepare, write
+from load.common import chosen, prepare, write
 from load.crosscheck import plan
 
 TOOL, PACKAGE = "h2load", "nghttp2-client"
@@ -492,19 +492,6 @@ def table(results: dict[str, Any]) -> str:
 
 # --- the command --------------------------------------------------------------------------
 
-def chosen(names: list[str] | None, operation: str) -> list[str]:
-    out = []
-    for impl in registry.select(names or None):
-        reason = why_not(impl, operation)
-        if reason:
-            print(f"{impl.name}: left out: {reason}")
-        else:
-            out.append(impl.name)
-    if not out:
-        raise SystemExit("no subject h2load can drive")
-    return out
-
-
 def main(args: argparse.Namespace) -> int:
     settings.measuring()
     try:
@@ -513,7 +500,7 @@ def main(args: argparse.Namespace) -> int:
         raise SystemExit(str(exc)) from None
     began = time.monotonic()
     pins = pinning.plan(not args.no_pin)
-    names = chosen(args.impl, args.operation)
+    names = chosen(args.impl, lambda impl: why_not(impl, args.operation), "no subject h2load can drive")
     results: dict[str, Any] = {}
     print(f"protolab: {version(tool)}; {NOT_VERIFIED}", flush=True)
     with running_lab(names) as lab:

@@ -152,7 +152,7 @@ def test_a_failing_call_is_counted_not_timed(lab):
 
 
 def test_implementations_without_a_cross_check_client_are_left_out_with_the_reason(capsys):
-    names = crosscheck.chosen(None)
+    names = crosscheck.chosen(None, crosscheck.why_not, "no implementation to cross-check")
     printed = capsys.readouterr().out
     for protocol in PROTOCOLS.values():
         if not protocol.crosscheck:

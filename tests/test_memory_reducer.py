@@ -49,8 +49,10 @@ def test_the_trace_is_read_for_reducing_collections_and_scavenges_by_half(tmp_pa
     assert got == {"reducing": [{"s": 160, "mb": [58.0, 24.0]}], "measured_s": [100, 200], "scavenges_by_half": [1, 2]}
 
 
-def _impl(name: str, language: str, operations: tuple[str, ...] = CRUD_CALLS) -> SimpleNamespace:
+def _impl(name: str, language: str, operations: tuple[str, ...] = CRUD_CALLS,
+          served_by: str = "") -> SimpleNamespace:
     return SimpleNamespace(name=name, language=language, protocol=name.split("/")[0],
+                           served_by=served_by or name,
                            serves=lambda *ops: set(ops) <= set(operations))
 
 
@@ -58,8 +60,10 @@ def test_the_subjects_are_the_node_request_answering_services_and_a_python_contr
     fake = [_impl("a/python_x", "python"), _impl("a/python_y", "python"), _impl("a/go_z", "go"),
             _impl("a/node_n", "node"), _impl("b/go_q", "go"), _impl("b/node_m", "node"),
             _impl("c/python_p", "python"), _impl("c/node_push", "node", ("health", "subscribe")),
-            _impl("d/python_h", "python", ("health", "subscribe")), _impl("d/node_k", "node")]
-    # b and d: no Python one that answers requests, so no control; c: its Node.js one only pushes
+            _impl("d/python_h", "python", ("health", "subscribe")), _impl("d/node_k", "node"),
+            _impl("d/node_k+json", "node", served_by="d/node_k")]
+    # b and d: no Python one that answers requests, so no control; c: its Node.js one only pushes;
+    # d/node_k+json: a client-only variant, served by d/node_k's process
     assert subjects(fake) == (["a/node_n", "b/node_m", "d/node_k"], ["a/python_x"])
 
 

@@ -235,6 +235,14 @@ export function createHttpAndH2Server(options, handler) {
   return { server, http1 };
 }
 
+/** What createHttpAndH2Server made, stopped: no new connection, the kept-alive HTTP/1.1 ones closed,
+ * then `store` (the service's database client); resolves when the store is closed. For onStop. */
+export function stopHttpAndH2Server({ server, http1 }, store) {
+  server.close();
+  http1?.closeAllConnections();
+  return store.close();
+}
+
 /** grpc-js's server credentials: TLS (its own handshake) when the lab asks for it. */
 export function grpcServerCredentials(grpc) {
   return TLS

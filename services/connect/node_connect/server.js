@@ -30,7 +30,7 @@ import {
   ContractError, DEFAULT_LIST_LIMIT, ERRORS, FIELDS, LANGUAGE_DETAILS, LANGUAGE_DETAIL_FIELDS,
   MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, NULLABLE_BOOL, asContractError,
 } from '../../common/node/contract.js';
-import { createHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
+import { createHttpAndH2Server, stopHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
 import { Store } from '../../common/node/store.js';
 import { FILE_DESCRIPTOR_SET } from './gen/games.js';
 import { binaryOptions, refuseRejected, strictService } from './strict.js';
@@ -135,10 +135,6 @@ const handler = connectNodeAdapter({
   interceptors: [refuseRejected],
 });
 
-const { server, http1 } = createHttpAndH2Server({ keepAliveTimeout: 75_000 }, handler);
-listen(server);
-onStop(() => new Promise((resolve) => {
-  server.close();
-  http1?.closeAllConnections();
-  store.close().finally(resolve);
-}));
+const served = createHttpAndH2Server({ keepAliveTimeout: 75_000 }, handler);
+listen(served.server);
+onStop(() => stopHttpAndH2Server(served, store).catch(() => {}));

@@ -5,7 +5,7 @@
 import { constants, createGzip } from 'node:zlib';
 import { gzipFor, sendWhole } from '../../common/node/compression.js';
 import { ContractError, asContractError, invalid } from '../../common/node/contract.js';
-import { createHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
+import { createHttpAndH2Server, stopHttpAndH2Server, listen, onStop } from '../../common/node/env.js';
 import { dumps } from '../../common/node/json.js';
 import { PUSH, run, subscription } from '../../common/node/push.js';
 import { Store } from '../../common/node/store.js';
@@ -118,10 +118,6 @@ function handler(req, res) {
 
 // One port for both (services/common/node/env.js): a connection that opens with the HTTP/2
 // preface is h2c; over TLS (the tls variants), HTTP/2 or HTTP/1.1 as ALPN chose.
-const { server, http1 } = createHttpAndH2Server({ keepAliveTimeout: 75_000 }, handler);
-listen(server);
-onStop(() => new Promise((resolve) => {
-  server.close();
-  http1?.closeAllConnections();
-  store.close().finally(resolve);
-}));
+const served = createHttpAndH2Server({ keepAliveTimeout: 75_000 }, handler);
+listen(served.server);
+onStop(() => stopHttpAndH2Server(served, store).catch(() => {}));
