@@ -7,6 +7,7 @@ make test: FUZZ_CASES (default 150) cases per implementation, seed FUZZ_SEED
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 
@@ -30,7 +31,9 @@ RUNS: list = []  # (lab, tally summary)
 def test_fuzz_from_the_contract(impl, lab):
     began = time.monotonic()
     tally = fuzz.run(lab, impl, CASES, SEED)
-    RUNS.append((lab, {**tally.summary(), "seconds": round(time.monotonic() - began, 1)}))
+    RUNS.append((lab, {**tally.summary(), "seconds": round(time.monotonic() - began, 1),
+                       "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}))
+    save()   # after each implementation: an interrupted make fuzz keeps the tallies it made
     assert tally.cases > 0
     assert tally.server_errors == 0, tally.failures[:10]
     assert tally.failures == [], "\n".join(tally.failures[:10])
@@ -54,14 +57,12 @@ def test_the_cases_drawn_with_one_seed_are_the_same_each_time():
     assert requests(SEED + 1) != first
 
 
-def teardown_module() -> None:
-    if not RUNS:
-        return
+def save() -> None:
     lab = RUNS[0][0]
     out = settings.RESULTS / "fuzz"
     context = run_context(lab.mode, lab.database, lab.implementations)
     name = "latest" if CASES >= 10_000 else "latest-test"
-    tallies = [{**t, "date": context["date"], "commit": context["commit"]} for _, t in RUNS]
+    tallies = [{**t, "commit": context["commit"]} for _, t in RUNS]
     # A run of some implementations (make fuzz PYTEST_ARGS='-k soap') keeps the
     # others' tallies of an earlier run of the same size and seed, each with its date
     # (an earlier file not in the results format, or unreadable, is replaced).
