@@ -148,7 +148,9 @@ def fuzz(scale: str) -> list[Command]:
 
 STAGES: list[Stage] = [
     Stage("latency", "the latency suite, native and Docker subjects in one run (LAB_MODE=native,docker)",
-          "native alone 32 min 44 s from a fresh clone (issue 53); both modes about twice that", latency),
+          "99.1 min for both modes, 58 subjects, every operation to its 800-cycle cap (2026-12-03 16:36-18:15 UTC, "
+          "load average 0.8-1.5 at its ends; fetch-100 alone 45 min of cycles after 13 min of warm-up; "
+          "docs/notes/2026-12-03-reference.md)", latency),
     Stage("capture", "bytes on the wire per operation and per pushed event (make capture)",
           "191 s (issue 53), the goal 60 s", capture),
     Stage("load", "every request/response implementation under 10-1,000 concurrent users, closed and open model",
