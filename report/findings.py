@@ -40,8 +40,9 @@ def extremes(inputs: Inputs, operation: str) -> str | None:
     else:
         return None
     noise = (inputs.runs[mode]["context"].get("noise") or {})
-    flagged = (f" The noise guard flagged this run: {'; '.join((noise.get('reasons') or ['its speed moved'])[:1])}."
-               if noise.get("flagged") else "")
+    reasons = noise.get("reasons") or ["its speed moved"]
+    reason = next((r for r in reasons if f" {operation} " in r), reasons[0])   # this operation's, if named
+    flagged = f" The noise guard flagged this run: {reason}." if noise.get("flagged") else ""
     ordered = sorted(to_base, key=lambda s: to_base[s]["ratio"])
     tiers = [g for g in ([s for s in t if s != "direct"] for t in ranking.get("tiers") or []) if g]
     level = ranking.get("confidence", 0.99) * 100
@@ -76,7 +77,9 @@ def _spread(rows: list[dict[str, Any]], what: str, operation: str) -> str | None
 
 
 def docker(inputs: Inputs, operation: str = "fetch-one") -> str | None:
-    return _spread(_comparisons(inputs, "mode", operation), "Docker ÷ native", operation)
+    """Docker ÷ native over the implementations (`direct`'s own pair, the database in Docker, left out)."""
+    rows = [c for c in _comparisons(inputs, "mode", operation) if c["b"] != "direct"]
+    return _spread(rows, "Docker ÷ native", operation)
 
 
 def variants(inputs: Inputs, operation: str = "fetch-one") -> str | None:

@@ -138,8 +138,8 @@ def _latency_files(cell: dict[str, Any]) -> list[str]:
     modes = {s.get("mode", "native") for s in cell.get("_subjects", [{}])}
     if len(modes) > 1:
         return ["benchmarks/native+docker-latest.json"]
-    mode = modes.pop()
-    return [f"benchmarks/{mode}-latest.json", *(["benchmarks/native+docker-latest.json"] if mode == "docker" else [])]
+    mode = modes.pop()   # one mode: its own run, else a run of both (make reference's), read as that mode's site
+    return [f"benchmarks/{mode}-latest.json", "benchmarks/native+docker-latest.json"]
 
 
 def _latency_command(cell: dict[str, Any]) -> str:
@@ -193,8 +193,8 @@ def _latency_ratio(data: dict[str, Any], cell: dict[str, Any], sa: dict[str, Any
     op = cell["operation"]
     a, b = _latency_subject(data, cell, sa), _latency_subject(data, cell, sb)
     suffix = "@docker" if a.endswith("@docker") and b.endswith("@docker") else ""
-    ranking = (data.get("site_rankings", {}).get(op, {}).get(suffix) if suffix
-               else data.get("rankings", {}).get(op))
+    ranking = (data.get("site_rankings", {}).get(op, {}).get(suffix) if suffix or data.get("site_rankings")
+               else None) or data.get("rankings", {}).get(op)
     ranking = {**(ranking or {}), "_comparisons": data.get("comparisons", {}).get(op, [])}
     found = _pair(ranking, a, b)
     if found is None:
