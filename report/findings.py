@@ -1,6 +1,6 @@
 """The run's headline findings, computed from its results, each with its interval and the
 run it came from: the list the README's findings block is made of (make reference writes it
-to docs/reference/findings.md and copies it into README.md between FINDINGS_START and
+to docs/reference/readme-findings.txt and copies it into README.md between FINDINGS_START and
 FINDINGS_END; `python -m report.reference --check` fails when the two differ).
 
 Each finding is a sentence built from one saved result; a result that is absent gives no
@@ -17,7 +17,8 @@ from report.inputs import Inputs
 from studies.claims import count_text, counts, judge_all
 from studies.common import read_json
 
-FINDINGS_START = "<!-- findings: written by make reference from docs/reference/findings.md; do not edit -->"
+FINDINGS_START = ("<!-- findings: written by make reference from docs/reference/readme-findings.txt; "
+                  "do not edit -->")
 FINDINGS_END = "<!-- end of findings -->"
 
 

@@ -330,7 +330,7 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     (staging / "README.md").write_text("\n".join(run_header(run, stages)) + "\n" + page)
     if (report_dir / "report-figures").exists():
         shutil.copytree(report_dir / "report-figures", staging / "report-figures")
-    (staging / "findings.md").write_text(findings_block(run, out, staging))
+    (staging / "readme-findings.txt").write_text(findings_block(run, out, staging))
     # compact results, one file per stage: the result files under the stage's folders
     raw: dict[str, int] = {}
     by_stage: dict[str, dict[str, Any]] = {}
@@ -395,10 +395,10 @@ def findings_block(run: dict[str, Any], out: Path, staging: Path) -> str:
 
 
 def sync_readme(docs: Path = DOCS, readme: Path = README) -> bool:
-    """README.md's findings block made docs/reference/findings.md; whether it changed."""
+    """README.md's findings block made docs/reference/readme-findings.txt; whether it changed."""
     from report import findings
 
-    source = docs / "findings.md"
+    source = docs / "readme-findings.txt"
     if not source.exists() or not readme.exists():
         return False
     text = readme.read_text()
@@ -471,10 +471,10 @@ def check(docs: Path = DOCS, readme: Path | None = None) -> list[str]:
 
 
 def readme_problems(docs: Path = DOCS, readme: Path = README) -> list[str]:
-    """README.md's findings block is docs/reference/findings.md, as make reference copied it."""
+    """README.md's findings block is docs/reference/readme-findings.txt, as make reference copied it."""
     from report import findings
 
-    source = docs / "findings.md"
+    source = docs / "readme-findings.txt"
     if not source.exists():
         return []
     block = findings.current_block(readme.read_text()) if readme.exists() else None
@@ -482,7 +482,7 @@ def readme_problems(docs: Path = DOCS, readme: Path = README) -> list[str]:
         return [f"{readme.name}: no findings block (the markers {findings.FINDINGS_START!r} ... "
                 f"{findings.FINDINGS_END!r}); make reference writes it"]
     if block != source.read_text():
-        return [f"{readme.name}: its findings differ from docs/reference/findings.md (edited by hand?); "
+        return [f"{readme.name}: its findings differ from docs/reference/readme-findings.txt (edited by hand?); "
                 "python -m report.reference --sync-readme copies them again"]
     return []
 
@@ -503,10 +503,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="write docs/reference/ again from the ended run in folder RUN with this commit's report "
                              "code (the run's commit stays named; the report's beside it); run nothing")
     parser.add_argument("--sync-readme", action="store_true",
-                        help="copy docs/reference/findings.md into README.md's findings block; run nothing")
+                        help="copy docs/reference/readme-findings.txt into README.md's findings block; run nothing")
     args = parser.parse_args(argv)
     if args.sync_readme:
-        print("README.md: findings " + ("copied from docs/reference/findings.md" if sync_readme() else "unchanged"))
+        changed = sync_readme()
+        print("README.md: findings " + ("copied from docs/reference/readme-findings.txt" if changed else "unchanged"))
         return 0
     if args.publish:
         if not (args.publish / "run.state").exists():

@@ -191,18 +191,18 @@ def test_the_fuzz_stage_prints_cases_failures_server_errors_and_time(tmp_path):
 
 
 def test_the_readmes_findings_are_the_reference_runs_and_a_hand_edit_is_found(run_folder, tmp_path):
-    """publish writes findings.md (report/findings.py, from the run's results); sync_readme puts it between
+    """publish writes readme-findings.txt (report/findings.py, from the run's results); sync_readme puts it between
     README's markers; a figure changed there by hand fails the check, and syncing again mends it."""
     from report import findings
 
     docs = tmp_path / "docs-reference"
     reference.publish(run_folder, docs)
-    written = (docs / "findings.md").read_text()
+    written = (docs / "readme-findings.txt").read_text()
     assert "From the reference run `2026-12-03T140000Z-abcdef123456-smoke`" in written
     assert "**The published studies**" in written   # the studies' claims judged on the run's (few) results
     readme = tmp_path / "README.md"
     readme.write_text(f"# lab\n\n{findings.FINDINGS_START}\nold\n{findings.FINDINGS_END}\n\n## Two commands\n")
-    assert any("differ from docs/reference/findings.md" in p for p in reference.check(docs, readme))
+    assert any("differ from docs/reference/readme-findings.txt" in p for p in reference.check(docs, readme))
     assert reference.sync_readme(docs, readme) and reference.check(docs, readme) == []
     assert readme.read_text().endswith(f"{findings.FINDINGS_END}\n\n## Two commands\n")
     readme.write_text(readme.read_text().replace("claims:", "claims (typed):"))
