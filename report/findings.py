@@ -48,8 +48,10 @@ def extremes(inputs: Inputs, operation: str) -> str | None:
     tiers = [g for g in ([s for s in t if s != "direct"] for t in ranking.get("tiers") or []) if g]
     level = ranking.get("confidence", 0.99) * 100
     first, last = ordered[0], ordered[-1]
+    tied = [s for s in (tiers[0] if tiers else []) if s != first and s in to_base]
+    beside = f" (not told apart from {', '.join(f'`{s}`' for s in tied)})" if tied else ""
     return (f"**{operation}** ({mode}, {ranking.get('cycles', '?')} cycles): the fastest of {len(ordered)}, "
-            f"`{first}`, takes {_ci(to_base[first])} the direct database call; the slowest, `{last}`, "
+            f"`{first}`{beside}, takes {_ci(to_base[first])} the direct database call; the slowest, `{last}`, "
             f"{_ci(to_base[last])} ({level:g} % intervals, ratio paired by cycle); the intervals separate "
             f"{len(tiers)} groups ({inputs.runs[mode]['context'].get('date', '?')[:16]}).{flagged}")
 

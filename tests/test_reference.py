@@ -228,7 +228,10 @@ def test_a_finding_names_the_fastest_and_slowest_with_their_intervals_and_the_gr
                {"a": "b/python_y@docker", "b": "b/python_y", "axis": "mode", "ratio": 0.98, "ci": [0.9, 1.05]}]}}
     inputs = Inputs(Path("/nonexistent"), runs={"native": run})
     text = findings.extremes(inputs, "fetch-one")
-    assert "fastest of 3, `a/go_x`, takes 1.50× [1.40–1.60]" in text
+    assert "fastest of 3, `a/go_x`, takes 1.50× [1.40–1.60]" in text   # alone in its group: no "not told apart"
+    ranking["tiers"] = [["direct"], ["a/go_x", "c/node_z"], ["b/python_y"]]
+    assert "`a/go_x` (not told apart from `c/node_z`), takes" in findings.extremes(inputs, "fetch-one")
+    ranking["tiers"] = [["direct"], ["a/go_x"], ["b/python_y", "c/node_z"]]
     assert "the slowest, `b/python_y`, 3.00× [2.80–3.30]" in text and "separate 2 groups" in text
     assert findings.extremes(inputs, "fetch-100") is None
     docker = findings.docker(inputs)
