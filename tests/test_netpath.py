@@ -202,7 +202,13 @@ def test_nothing_left_behind_after_a_failure(can_make_paths: None) -> None:
                    for pid in emulators)
 
 
-_HOLD_A_PATH = ("import sys, time\n"
+# The child as a terminal would start it: SIGINT delivered and raising KeyboardInterrupt. Seen once on a
+# loaded clean-clone make test (2026-12-03 18:32, worker gw2): after SIGINT the child exited 0, the cleanup
+# done, as if SIGINT had not arrived until its 60 s sleep ended: a blocked mask or an ignored disposition
+# inherited from the test worker would do that; the child clears both before it holds a path.
+_HOLD_A_PATH = ("import signal, sys, time\n"
+                "signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
+                "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
                 "from lab.axes import NetworkPath\n"
                 "from lab.host.netpath import network_path\n"
                 "with network_path(NetworkPath.parse('rtt20ms_loss1pct')) as link:\n"
