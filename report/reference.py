@@ -334,12 +334,14 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     # compact results, one file per stage: the result files under the stage's folders
     raw: dict[str, int] = {}
     by_stage: dict[str, dict[str, Any]] = {}
+    # an instrument's <name>-latest.json is a copy of its dated file: kept once, as -latest
+    latest = {sha256(p) for p in out.rglob("*-latest.json") if p.is_file()}
     for path in sorted(out.rglob("*")):
         if not path.is_file():
             continue
         rel = path.relative_to(out).as_posix()
         raw[rel] = path.stat().st_size
-        if path.suffix != ".json":
+        if path.suffix != ".json" or (not path.name.endswith("-latest.json") and sha256(path) in latest):
             continue
         try:
             data = results.read(path)

@@ -68,6 +68,7 @@ def test_publish_writes_the_report_compact_results_and_an_index_that_checks(run_
     assert studies["context"]["run"]["stages"]["studies"]["calibration_us"] == [100.0, 130.0]
     assert studies["noise"]["flagged"] and studies["stage"]["seconds"] == 12.5
     other = results.validate(docs / "results" / "other.json")
+    assert list(other["results"]) == ["cpus-latest.json"]   # its dated twin, the same bytes, kept once
     samples = other["results"][next(iter(other["results"]))]["samples_us"]
     assert samples["samples"] == 500 and samples["median"] == 249.5 and samples["max"] == 499.0
     readme = (docs / "README.md").read_text()
