@@ -20,6 +20,7 @@ from studies.common import read_json
 FINDINGS_START = ("<!-- findings: written by make reference from docs/reference/readme-findings.txt; "
                   "do not edit -->")
 FINDINGS_END = "<!-- end of findings -->"
+FILE = "readme-findings.txt"   # in docs/reference/: the block, as make reference wrote it
 
 
 def _ci(r: dict[str, Any]) -> str:
@@ -90,8 +91,8 @@ def variants(inputs: Inputs, operation: str = "fetch-one") -> str | None:
     return _spread(rows, "A variant ÷ its base implementation", operation)
 
 
-def wire(results_dir: Path, operation: str = "fetch-one") -> str | None:
-    data = read_json(results_dir / "capture" / "wire.json", "capture")
+def wire(inputs: Inputs, operation: str = "fetch-one") -> str | None:
+    data = inputs.wire   # results/capture/wire.json, as report.inputs read it
     if not data:
         return None
     totals = {impl: ops[operation]["total"]["frame_bytes"] for impl, ops in (data.get("steady") or {}).items()
@@ -131,9 +132,9 @@ def claims(results_dir: Path) -> str | None:
 
 
 def across(inputs: Inputs) -> list[str]:
-    """The findings beyond one operation's ranking (the report's opening lists them after its own)."""
-    results_dir = inputs.results_dir
-    found = [docker(inputs), variants(inputs), wire(results_dir), crossovers(results_dir), claims(results_dir)]
+    """The findings beyond one operation's ranking (the report's opening lists them after its own; the
+    claims' count is in its own section, judged once there)."""
+    found = [docker(inputs), variants(inputs), wire(inputs), crossovers(inputs.results_dir)]
     return [f for f in found if f]
 
 
@@ -141,7 +142,7 @@ def headline(inputs: Inputs) -> list[str]:
     """The README's five findings and the studies' count, in the order a reader meets them; those whose
     results are absent left out (the report's opening has these and the variants' too)."""
     results_dir = inputs.results_dir
-    found = [extremes(inputs, "fetch-one"), extremes(inputs, "fetch-100"), docker(inputs), wire(results_dir),
+    found = [extremes(inputs, "fetch-one"), extremes(inputs, "fetch-100"), docker(inputs), wire(inputs),
              crossovers(results_dir), claims(results_dir)]
     return [f for f in found if f]
 

@@ -40,6 +40,7 @@ from typing import Any
 from lab import results, settings
 from lab.context import git_commit, host_context
 from lab.stats import noise
+from report import findings
 
 DOCS = settings.ROOT / "docs" / "reference"
 RUNS = settings.ROOT / "results" / "reference"   # not settings.RESULTS: a run's own LAB_RESULTS is inside
@@ -330,7 +331,7 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     (staging / "README.md").write_text("\n".join(run_header(run, stages)) + "\n" + page)
     if (report_dir / "report-figures").exists():
         shutil.copytree(report_dir / "report-figures", staging / "report-figures")
-    (staging / "readme-findings.txt").write_text(findings_block(run, out, staging))
+    (staging / findings.FILE).write_text(findings_block(run, out, staging))
     # compact results, one file per stage: the result files under the stage's folders
     raw: dict[str, int] = {}
     by_stage: dict[str, dict[str, Any]] = {}
@@ -384,7 +385,6 @@ README = settings.ROOT / "README.md"
 
 def findings_block(run: dict[str, Any], out: Path, staging: Path) -> str:
     """The README's findings (report/findings.py) from the run's results, with the run, machine and date."""
-    from report import findings
     from report.inputs import load as load_inputs
 
     host = run["host"]
@@ -398,9 +398,7 @@ def findings_block(run: dict[str, Any], out: Path, staging: Path) -> str:
 
 def sync_readme(docs: Path = DOCS, readme: Path = README) -> bool:
     """README.md's findings block made docs/reference/readme-findings.txt; whether it changed."""
-    from report import findings
-
-    source = docs / "readme-findings.txt"
+    source = docs / findings.FILE
     if not source.exists() or not readme.exists():
         return False
     text = readme.read_text()
@@ -474,9 +472,7 @@ def check(docs: Path = DOCS, readme: Path | None = None) -> list[str]:
 
 def readme_problems(docs: Path = DOCS, readme: Path = README) -> list[str]:
     """README.md's findings block is docs/reference/readme-findings.txt, as make reference copied it."""
-    from report import findings
-
-    source = docs / "readme-findings.txt"
+    source = docs / findings.FILE
     if not source.exists():
         return []
     block = findings.current_block(readme.read_text()) if readme.exists() else None
