@@ -4,6 +4,7 @@ process ids, and clients and a store of its own for whoever holds it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,8 @@ class Lab:
     closing: bool = False  # set as the lab stops what it started
     path: NetworkPath = LOOPBACK  # the network path between the lab's clients and it
     link: dict[str, Any] | None = None  # that path as set up and measured (lab.host.netpath Link.describe)
+    # Docker mode: a service's container log, last lines (lab/host/compose.py); natively its process's log
+    container_log: Callable[[str, int], str] | None = None
 
     @property
     def site(self) -> Site:
@@ -52,6 +55,15 @@ class Lab:
         subject, so it waits longer than a service (MONGODB_TIMEOUT_MS): in CI on 2026-11-26 a contended
         disk stalled the database past 5 s at 7 of 799 Docker-mode tests' resets and reads."""
         return Store(self.database.uri, timeout_ms=LAB_STORE_TIMEOUT_MS)
+
+    def log_tail(self, name: str, lines: int = 30) -> str:
+        """The last lines `name`'s server wrote (its process's log, or its container's), for a failing
+        test's report: what the server said when its client timed out or was refused."""
+        if name in self.processes:
+            return self.processes[name].log_tail(lines)
+        if self.container_log is not None and name in self.endpoints:
+            return self.container_log(name, lines)
+        return ""
 
     def exited(self) -> list[str]:
         """Each service the lab started that is no longer running: which, and why."""

@@ -228,3 +228,28 @@ def test_a_clone_waits_for_a_build_into_its_tree_that_another_process_is_running
     second.build()  # arrives while the other build is writing its output
     assert (tmp_path / "second" / "pkg" / "out" / "file").read_text() == "done\n"
     builder.join(timeout=10)
+
+
+def test_a_failing_tests_report_carries_the_log_of_the_server_it_named(tmp_path):
+    """A test parametrized by an implementation that fails: its report shows that server's last log
+    lines (what a server said when its client timed out), read from the log the lab keeps of it."""
+    impl = SERVED[-1]
+    log_file = tmp_path / "log"
+    (tmp_path / "test_fails.py").write_text(textwrap.dedent(f"""
+        import pytest
+
+        @pytest.mark.parametrize("impl", [{impl!r}])
+        def test_fails(impl, lab):
+            open({str(log_file)!r}, "w").write(lab.log_tail(impl))
+            assert False, "deliberate"
+    """))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "lab.pytest_plugin", "-p", "no:cacheprovider", "-q",
+         str(tmp_path / "test_fails.py")],
+        cwd=tmp_path, env={**ENV, "LAB_ONLY": impl}, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 1, result.stdout + result.stderr
+    section = f"{impl}: its server's last log lines (native)"
+    assert section in result.stdout, result.stdout
+    logged = log_file.read_text().strip()
+    assert logged, "the service wrote nothing to its log: nothing to compare"
+    assert logged.splitlines()[-1] in result.stdout.split(section, 1)[1]

@@ -557,6 +557,12 @@ class ComposeStack:
         logs = self.compose("logs", "--no-color", "--tail", "20", timeout=60, check=False)
         return "\n".join(lines) + "\n" + (logs.stdout or "")[-4000:]
 
+    def log_tail(self, service: str, lines: int) -> str:
+        """One service's container log, its last `lines` (stdout and stderr)."""
+        got = self.compose("logs", "--no-color", "--no-log-prefix", "--tail", str(lines), service,
+                           timeout=30, check=False)
+        return (got.stdout or "") + (got.stderr or "")
+
     def down(self) -> None:
         """Remove the project's containers, network and volumes. `down` is
         idempotent, so a failed one is tried once more before it counts: once in
@@ -687,7 +693,8 @@ def running_stack(names: Sequence[str] | None = None, change_streams: bool | Non
             # The database container's main process as the host sees it: its CPU per operation.
             db_pid = int(found.get(MONGO_SERVICE, {}).get("State", {}).get("Pid") or 0) or None
             lab = Lab(mode="docker", database=dataclasses.replace(stack.database(), pid=db_pid),
-                      implementations=implementations)
+                      implementations=implementations,
+                      container_log=lambda name, lines: stack.log_tail(service_name(serving[name]), lines))
             for impl in implementations:
                 container = service_name(serving[impl.name])
                 lab.endpoints[impl.name] = impl.endpoint_for("127.0.0.1", stack.ports[container])

@@ -114,6 +114,26 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         pytest.exit("stopping the run: a service of the lab is gone: " + "; ".join(gone), returncode=3)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A failed test's report carries the last lines of the log of each server it named (its
+    `impl`, `served` or other parameter naming one of the lab's implementations): what the server
+    said when its client timed out, got a 500 or was refused."""
+    report = yield
+    running = item.config.stash.get(LAB_KEY, None)
+    callspec = getattr(item, "callspec", None)
+    if report.failed and call.when == "call" and running is not None and callspec is not None:
+        for name in dict.fromkeys(v for v in callspec.params.values() if isinstance(v, str)):
+            if name in running.endpoints:
+                try:
+                    tail = running.log_tail(name)
+                except Exception as e:  # noqa: BLE001 - the report keeps the test's own failure first
+                    tail = f"(its log could not be read: {e!r})"
+                report.sections.append((f"{name}: its server's last log lines ({running.mode})",
+                                        tail or "(nothing written)"))
+    return report
+
+
 def _subjects_per_site(session: pytest.Session) -> dict[Site, list[str]] | None:
     """A measuring run made only of tests parametrized by `subject` (the latency suite, or a slice
     of it) starts only the implementations those tests name, at each site; any other run (the
