@@ -146,11 +146,12 @@ clean:
 # Every instrument once at its full design into docs/reference/ (report/reference.py; hours: run it in a
 # quiet hour). Resumable: a run lives in results/reference/<run>/, a stage that ended is not run again;
 # STAGES=capture,report runs those again; REFERENCE_SCALE=smoke: every stage in minutes (a check, not a
-# reference). python -m report.reference --list: the stages, commands and expected cost.
+# reference); GO_ON=1 goes on with the run under way at a later commit (each stage names its own).
+# python -m report.reference --list: the stages, commands and expected cost.
 STAGES ?=
 REFERENCE_SCALE ?= full
 reference: bootstrap
-	$(PY) -m report.reference --scale $(REFERENCE_SCALE) $(if $(STAGES),--stages $(STAGES))
+	$(PY) -m report.reference --scale $(REFERENCE_SCALE) $(if $(STAGES),--stages $(STAGES)) $(if $(GO_ON),--go-on)
 
 # CPU profiles per implementation and operation with each runtime's own profiler
 # (profiling/): results/profiles/<impl>/<operation>/. make profile PROFILE_ARGS="--impl grpc/go_grpc --seconds 10"

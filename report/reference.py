@@ -288,9 +288,22 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def stage_commits(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
+    """The commits the run's stages ran at, in the order first used (one, unless it went on with --go-on)."""
+    return list(dict.fromkeys([run["commit"], *(s["commit"] for s in stages.values())]))
+
+
+def commits_text(run: dict[str, Any], stages: dict[str, Any]) -> str:
+    commits = stage_commits(run, stages)
+    if len(commits) == 1:
+        return f"commit `{commits[0][:12]}`"
+    return f"commits {', '.join(f'`{c[:12]}`' for c in commits)} (each stage's below)"
+
+
 def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
     host = run["host"]
     total_s = sum(s["seconds"] for s in stages.values())
+    commits = stage_commits(run, stages)
     lines = [f"<!-- written by `make reference` (python -m report.reference), run {run['id']}: "
              "do not edit; run the command again -->",
              f"# Reference run {run['id']}", "",
@@ -298,15 +311,19 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
              f"{run['started']} on {host['cpu']['count']} × {host['cpu']['model']} ({host['platform']}). "
              + (f"The report below was written from its results at commit `{git_commit()}` "
                 "(`python -m report.reference --publish`). " if git_commit() != run["commit"] else "")
+             + (f"Its stages ran at {len(commits)} commits (the run went on with `--go-on`: a full run is longer "
+                f"than a working session); `git diff --stat {commits[0][:12]} {commits[-1][:12]}` shows what "
+                "changed between the first and the last. " if len(commits) > 1 else "")
              + f"The stages took {total_s / 60:.0f} min in all. Each stage's commands, cost and noise guard "
              "are below and in `index.json`; the compact results with their full context are in `results/`.",
-             "", "| stage | started (UTC) | time | disk | load average before → after | calibration µs before → after "
-             "| noise guard |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             "", "| stage | commit | started (UTC) | time | disk | load average before → after "
+             "| calibration µs before → after | noise guard |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, s in stages.items():
         g = s["noise"]
         b, a = g.get("before", {}), g.get("after", {})
         load = f"{b.get('loadavg', [0])[0]:.1f} → {a.get('loadavg', [0])[0]:.1f}"
-        lines.append(f"| {name} | {s['started'][11:16]} | {s['seconds'] / 60:.1f} min | "
+        lines.append(f"| {name} | `{s['commit'][:12]}` | {s['started'][:10]} {s['started'][11:16]} | "
+                     f"{s['seconds'] / 60:.1f} min | "
                      f"{s['disk_bytes'] / 1e6:.1f} MB | {load} | {b.get('calibration_us')} → "
                      f"{a.get('calibration_us')} | "
                      f"{'flagged: ' + '; '.join(g['reasons']) if g['flagged'] else 'quiet'}"
@@ -331,7 +348,7 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     (staging / "README.md").write_text("\n".join(run_header(run, stages)) + "\n" + page)
     if (report_dir / "report-figures").exists():
         shutil.copytree(report_dir / "report-figures", staging / "report-figures")
-    (staging / findings.FILE).write_text(findings_block(run, out, staging))
+    (staging / findings.FILE).write_text(findings_block(run, stages, out, staging))
     # compact results, one file per stage: the result files under the stage's folders
     raw: dict[str, int] = {}
     by_stage: dict[str, dict[str, Any]] = {}
@@ -383,14 +400,14 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
 README = settings.ROOT / "README.md"
 
 
-def findings_block(run: dict[str, Any], out: Path, staging: Path) -> str:
+def findings_block(run: dict[str, Any], stages: dict[str, Any], out: Path, staging: Path) -> str:
     """The README's findings (report/findings.py) from the run's results, with the run, machine and date."""
     from report.inputs import load as load_inputs
 
     host = run["host"]
     figure = "docs/reference/report-figures/summary.svg" if (staging / "report-figures" / "summary.svg").exists() \
         else None
-    line = (f"From the reference run `{run['id']}` (commit `{run['commit'][:12]}`, {host['cpu']['count']} × "
+    line = (f"From the reference run `{run['id']}` ({commits_text(run, stages)}, {host['cpu']['count']} × "
             f"{host['cpu']['model']}, started {run['started'][:16]} UTC; each stage's noise verdict and the whole "
             "report in [docs/reference/](docs/reference/README.md)), computed by `report/findings.py`:")
     return findings.block(line, findings.headline(load_inputs(out)), figure)
@@ -495,6 +512,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="full (the instruments' full design) or smoke (minutes: checks the command end to end; "
                              "REFERENCE_SCALE)")
     parser.add_argument("--new", action="store_true", help="start a new run even if one is under way")
+    parser.add_argument("--go-on", action="store_true", default=bool(os.environ.get("GO_ON")),
+                        help="go on with the run under way at this commit though the code changed since it started "
+                             "(a full run is longer than a working session): each stage keeps the commit it ran at, "
+                             "and the report's stage table names it (GO_ON=1)")
     parser.add_argument("--check", action="store_true", help="check docs/reference/ against its index; run nothing")
     parser.add_argument("--list", action="store_true", help="the stages, their commands and expected cost")
     parser.add_argument("--publish", type=Path, metavar="RUN",
@@ -531,7 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     folder = None if args.new else current_run()
     if folder is not None:
         run = json.loads((folder / "run.state").read_text())
-        if run["scale"] != args.scale or not same_code(run["commit"], git_commit()):
+        if args.go_on and git_commit().endswith("-dirty"):
+            parser.error("--go-on: the checkout has uncommitted changes; a stage must name the commit it ran at")
+        if run["scale"] != args.scale or not (args.go_on or same_code(run["commit"], git_commit())):
             print(f"reference: the run under way ({run['id']}) is at scale {run['scale']}, commit {run['commit']}; "
                   f"this is {args.scale}, {git_commit()}: starting a new run", flush=True)
             folder = None

@@ -77,6 +77,25 @@ def test_publish_writes_the_report_compact_results_and_an_index_that_checks(run_
     assert "| studies |" in readme and "flagged: the pure-Python calibration moved +30%" in readme
 
 
+def test_a_run_that_went_on_at_a_later_commit_names_each_stages_commit(run_folder, tmp_path):
+    """--go-on: a stage run at another commit than the run's first is named with its commit in the stage
+    table, the header and the README's findings line say the run spans commits; one commit, one name."""
+    stages = json.loads((run_folder / "stages.state").read_text())
+    run = json.loads((run_folder / "run.state").read_text())
+    first = {**run, "commit": "a" * 40}
+    later = {**stages["studies"], "commit": "b" * 40}
+    assert reference.stage_commits(first, {"studies": later}) == ["a" * 40, "b" * 40]
+    assert reference.commits_text(first, {"studies": {**later, "commit": "a" * 40}}) == f"commit `{'a' * 12}`"
+    (run_folder / "run.state").write_text(json.dumps(first))
+    (run_folder / "stages.state").write_text(json.dumps({"studies": later}))
+    docs = tmp_path / "docs-reference"
+    reference.publish(run_folder, docs)
+    readme = (docs / "README.md").read_text()
+    assert f"| studies | `{'b' * 12}` |" in readme
+    assert "Its stages ran at 2 commits" in readme and f"git diff --stat {'a' * 12} {'b' * 12}" in readme
+    assert f"commits `{'a' * 12}`, `{'b' * 12}`" in (docs / reference.findings.FILE).read_text()
+
+
 @pytest.mark.parametrize("tamper,found", [
     (lambda d: (d / "README.md").write_text((d / "README.md").read_text() + "\na figure typed in\n"),
      "README.md: changed since make reference wrote it"),
