@@ -17,6 +17,8 @@ operation or scenario, metric). Its verdict, never typed by hand:
 - not measured: no result of the instrument, or none for the cell: the command that makes it;
 - invalid:      the result exists but the lab's own validity check says no (the noise guard,
                 the load generator's CPU limit, errors, a capture problem), with the reason.
+                A latency ratio, paired by cycle, is judged by its own drift over the run
+                (lab/stats/noise.py, paired_drift); an absolute latency by the run's guard.
 
 Each instrument's figure has the interval its data allow, named beside it: the latency
 suite's paired 99 % bootstrap interval of a ratio (the ranking's own), the range of the
@@ -39,6 +41,7 @@ from clients.protocols import push_ways
 from lab import results as lab_results
 from lab import settings
 from lab.page import Bullets, Heading, Page, Para, Table
+from lab.stats import noise
 
 VERDICTS = ("agrees", "differs", "not measured", "invalid")
 Z99 = 2.5758293035489  # the normal distribution's 99.5 % quantile: a two-sided 99 % interval
@@ -200,8 +203,27 @@ def _latency_ratio(data: dict[str, Any], cell: dict[str, Any], sa: dict[str, Any
     if found is None:
         raise NotMeasured(f"the latency run has no paired ratio {a} ÷ {b} for {op}: run `{_latency_command(cell)}`")
     confidence = ranking.get("confidence", 0.99)
-    return Figure(*found, "×", f"median over cycles of the paired ratio, {confidence * 100:g} % bootstrap CI",
-                  _noise(data), f"{a} ÷ {b}")
+    invalid, note = _ratio_noise(data, op, a, b)
+    return Figure(*found, "×", f"median over cycles of the paired ratio, {confidence * 100:g} % bootstrap CI"
+                  + note, invalid, f"{a} ÷ {b}")
+
+
+def _ratio_noise(data: dict[str, Any], op: str, a: str, b: str) -> tuple[tuple[str, ...], str]:
+    """A ratio paired by cycle is judged by its own drift over the run (lab/stats/noise.py, paired_drift,
+    ratio_moved): a change of the machine's speed that moved both subjects alike, which flags the run's
+    absolute times, cancels in it. (its reasons if it moved, a note of how much it moved)"""
+    design = data.get("context", {}).get("settings", {}).get("benchmark", {}).get("design") or {}
+    found = noise.paired_drift(data["results"][op], a, b, design)
+    if found is None:   # no rounds kept: the run's own guard, as for an absolute figure
+        return _noise(data), ""
+    threshold = (data.get("context", {}).get("noise") or {}).get("drift_threshold", noise.DRIFT_THRESHOLD)
+    moved, (low, high) = found
+    how = (f"{a} ÷ {b} moved {moved:+.1%} from the first fifth of the cycles to the last "
+           f"(99 % interval {low:+.1%} to {high:+.1%}; counted beyond ±{threshold:.0%} with 0 outside it)")
+    if noise.ratio_moved(found, threshold):
+        return (f"the paired ratio {how}",), ""
+    return (), f"; {how}" + (": the run's absolute times, flagged by the noise guard, moved alike"
+                             if _noise(data) else "")
 
 
 # --- the wire capture (make capture) ---------------------------------------------------------

@@ -35,13 +35,16 @@ IMPLS = {"grpc/python_grpcio": {"protocol": "grpc", "language": "python", "base"
 GRPC, REST = {"protocol": "grpc", "language": "python"}, {"protocol": "rest", "language": "python"}
 
 
-def latency_run(tmp_path, ci, flagged=False, stored=("grpc/python_grpcio", "rest/python_flask")):
-    """A latency result whose one pair (stored as a ÷ b) has ratio mid(ci) and interval ci."""
+def latency_run(tmp_path, ci, flagged=False, stored=("grpc/python_grpcio", "rest/python_flask"), rounds=None):
+    """A latency result whose one pair (stored as a ÷ b) has ratio mid(ci) and interval ci; `rounds`:
+    {subject: seconds per round, one a cycle, in order} kept as its rows' data_s."""
     a, b = stored
     ratio = (ci[0] + ci[1]) / 2
-    rows = {name: {"median": 100.0, "median_ci95": [95.0, 105.0]} for name in IMPLS}
+    rows = {name: {"median": 100.0, "median_ci95": [95.0, 105.0], **({"data_s": rounds[name]} if rounds else {})}
+            for name in IMPLS}
     pair = {"a": a, "b": b, "ratio": ratio, "ci": list(ci), "relation": "?"}
     context = {**CONTEXT, "mode": "native", "implementations": IMPLS,
+               "settings": {"benchmark": {"design": {"block": 1, "baseline": "direct", "baseline_visits": 4}}},
                "noise": {"flagged": flagged, "reasons": ["direct's insert median moved -30.4%"] if flagged else []}}
     results.write("latency", "native", context, {"results": {"fetch-100": rows},
                                                  "rankings": {"fetch-100": {"confidence": 0.99, "pairs": [pair]}}},
@@ -122,6 +125,46 @@ def test_a_result_its_own_check_marks_invalid_is_invalid_with_the_reason(tmp_pat
     latency_run(tmp_path, (0.55, 0.65), flagged=True)
     noisy = claims.judge("S", order_claim("<"), tmp_path)
     assert noisy.verdict == "invalid" and "the noise guard flagged the run" in noisy.reason
+
+
+def drifting(cycles, machine, grpc_alone=0.0, spread=0.1, seed=3):
+    """Rounds of gRPC (60 µs) and Flask (100 µs), one a cycle: the machine's speed scales both by
+    1 + machine × (cycle / cycles), gRPC alone by 1 + grpc_alone × ..., each round by lognormal noise."""
+    import random
+
+    draw = random.Random(seed)
+    out = {name: [] for name in IMPLS}
+    for i in range(cycles):
+        t = i / cycles
+        for name, base in (("grpc/python_grpcio", 60e-6 * (1 + grpc_alone * t)), ("rest/python_flask", 100e-6),
+                           ("rest/python_flask+gthread", 100e-6)):
+            out[name].append(base * (1 + machine * t) * draw.lognormvariate(0, spread))
+    return out
+
+
+def test_a_latency_ratio_is_judged_by_its_own_drift_not_by_the_runs_absolute_times(tmp_path):
+    """A machine that slowed 40 % under the whole run (the run flagged) moves a ratio paired by cycle
+    not at all: the claim keeps its verdict; one subject slowing 25 % against the other makes it
+    invalid, saying by how much; a ratio whose fifths differ by more than the threshold by chance
+    alone (few cycles, wide noise: its interval holds 0) is not."""
+    from lab.stats import noise
+
+    latency_run(tmp_path, (0.55, 0.65), flagged=True, rounds=drifting(800, machine=0.4))
+    alike = claims.judge("S", order_claim("<"), tmp_path)
+    assert alike.verdict == "agrees", alike
+    assert "moved alike" in alike.lab_figure and "grpc/python_grpcio ÷ rest/python_flask moved" in alike.lab_figure
+
+    latency_run(tmp_path, (0.55, 0.65), flagged=False, rounds=drifting(800, machine=0.0, grpc_alone=0.25))
+    apart = claims.judge("S", order_claim("<"), tmp_path)
+    assert apart.verdict == "invalid", apart
+    assert re.search(r"the paired ratio grpc/python_grpcio ÷ rest/python_flask moved \+2\d\.\d%", apart.reason)
+
+    chance = drifting(60, machine=0.0, spread=0.5, seed=5)
+    moved, interval = noise.paired_drift({k: {"data_s": v} for k, v in chance.items()}, "grpc/python_grpcio",
+                                         "rest/python_flask", {"block": 1})
+    assert abs(moved) > noise.DRIFT_THRESHOLD and interval[0] < 0 < interval[1]   # the case this checks
+    latency_run(tmp_path, (0.55, 0.65), rounds=chance)
+    assert claims.judge("S", order_claim("<"), tmp_path).verdict == "agrees"
 
 
 @pytest.mark.parametrize("ci,relation,verdict,why", [

@@ -523,3 +523,13 @@ def test_the_warm_up_keeps_at_most_its_lanes_calls_in_flight_and_every_subject_a
     assert in_flight["most"] == 3
     assert {n: w["calls"] for n, w in m.settle["warmup"].items()} == {"s0": 40, **{f"s{i}": 5 for i in range(1, 10)}}
     assert made["s0"] == 41 and all(made[f"s{i}"] == 6 for i in range(1, 10))  # and one measured cycle each
+
+
+def test_every_sites_baseline_is_visited_baseline_visits_times_a_cycle():
+    """A run of both modes keeps direct@docker's rounds as direct's: four a cycle, paired with the
+    other subjects' one (the suite's Design.visits)."""
+    from lab.stats.statistics import rounds_per_cycle
+
+    design = {"block": 1, "baseline": "direct", "baseline_visits": 4}
+    assert [rounds_per_cycle(design, s) for s in ("direct", "direct@docker", "rest/python_flask@docker",
+                                                  "rest/python_flask")] == [4, 4, 1, 1]

@@ -28,6 +28,20 @@ slow through a whole snapshot still moves its fastest. The guard also reads
 the run's own workload: the baseline's (direct's) median over the last fifth
 of each operation's cycles against the first fifth (`drift`), flagged beyond
 DRIFT_THRESHOLD.
+
+Those two say the machine's speed moved under the run: its absolute times
+(µs) describe a mixture. A ratio paired by cycle is another matter: a change
+that slows every subject alike cancels in it. `paired_drift` is the same
+first-fifth/last-fifth comparison on a ratio's own per-cycle values, with
+its interval: what a claim about a ratio is judged by (studies/claims.py). In
+the first full reference run (2026-12-03, 99 min) direct moved -11.8 / -8.6 /
++40.4 % (insert / fetch-one / fetch-100) while the 58 subjects' paired ratios
+to it moved a median -0.1 / -0.4 / -0.8 % (the widest -7.2 / -7.4 / +8.5 %).
+A fifth of 800 cycles is 160, and a per-cycle ratio varies by ~30 % (its
+coefficient of variation there): the 99 % interval of a ratio's drift is
+about ±8 % wide (grpcio ÷ Flask, insert: +5.8 % [-2.3, +13.7]), so a bare
+threshold on the point would flag ratios by chance. A ratio counts as moved
+when it moved beyond the threshold and its interval excludes no movement.
 """
 
 from __future__ import annotations
@@ -37,6 +51,7 @@ import time
 from typing import Any
 
 from lab import interpreter
+from lab.stats.statistics import CONFIDENCE, RESAMPLES, block_draws, cycles_of, paired_ratios, rounds_per_cycle
 
 THRESHOLD = float(os.environ.get("LAB_NOISE_THRESHOLD", "0.10"))
 DRIFT_THRESHOLD = float(os.environ.get("LAB_DRIFT_THRESHOLD", "0.05"))
@@ -82,6 +97,42 @@ def drift(times: list[float], share: float = DRIFT_SHARE) -> float | None:
         return None
     first, last = sorted(times[:n]), sorted(times[-n:])
     return last[n // 2] / first[n // 2] - 1
+
+
+def drift_interval(values: list[float], share: float = DRIFT_SHARE, confidence: float = CONFIDENCE,
+                   resamples: int = RESAMPLES, seed: int = 1) -> tuple[float, float] | None:
+    """drift()'s percentile bootstrap interval: the first and the last `share` of `values` each resampled
+    (apart: two periods of the run) in runs of consecutive cycles, as the ratios' own intervals are
+    (lab/stats/statistics.py, block_draws). None below 5 values a part."""
+    import numpy as np  # the bootstrap's, as in lab/stats/statistics.py
+    n = int(len(values) * share)
+    if n < 5:
+        return None
+    first, last = np.asarray(values[:n]), np.asarray(values[-n:])
+    moved = (np.median(last[block_draws(n, resamples, seed + 1)], axis=1)
+             / np.median(first[block_draws(n, resamples, seed)], axis=1) - 1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(moved, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def paired_drift(rows: dict[str, dict[str, Any]], a: str, b: str,
+                 design: dict[str, Any]) -> tuple[float, tuple[float, float]] | None:
+    """drift() of a ÷ b per cycle, and its interval (a result's rows: {subject: {"data_s": rounds in
+    order}}, the run's design): how much a's standing against b moved in the run; None without both
+    subjects' rounds."""
+    if not (rows.get(a, {}).get("data_s") and rows.get(b, {}).get("data_s")):
+        return None
+    ratios = paired_ratios(cycles_of(rows[a]["data_s"], rounds_per_cycle(design, a)),
+                           cycles_of(rows[b]["data_s"], rounds_per_cycle(design, b)))
+    moved, interval = drift(ratios), drift_interval(ratios)
+    return None if moved is None or interval is None else (moved, interval)
+
+
+def ratio_moved(found: tuple[float, tuple[float, float]], threshold: float = DRIFT_THRESHOLD) -> bool:
+    """Whether a ratio's drift counts: beyond ±threshold, and its interval excludes 0."""
+    moved, (low, high) = found
+    return abs(moved) > threshold and not low <= 0 <= high
 
 
 def verdict(before: dict[str, Any], after: dict[str, Any], threshold: float = THRESHOLD,

@@ -52,7 +52,7 @@ from lab import results as lab_results
 from lab import settings
 from lab.context import host_context
 from lab.stats.compare import BENCHMARKS, load, read_run
-from lab.stats.statistics import cycles_of, paired_ratios
+from lab.stats.statistics import cycles_of, paired_ratios, rounds_per_cycle
 from lab.workload import LATENCY
 
 
@@ -160,12 +160,6 @@ MACHINE_CHANGED = 0.10
 
 STATISTICS = {"paired": "median over cycles of the per-cycle ratio to direct",
               "medians": "median ÷ direct median"}
-
-
-def rounds_per_cycle(design: dict[str, Any], subject: str) -> int:
-    """A subject's rounds in one cycle (Design.describe()): direct, the baseline, is visited more often."""
-    visits = int(design.get("baseline_visits", 1)) if subject == "direct" else 1
-    return int(design.get("block", 1)) * visits
 
 
 def ratios(rounds: dict[str, dict[str, list[float]]], design: dict[str, Any],

@@ -115,6 +115,14 @@ def cycles_of(data: list[float], block: int) -> list[list[float]]:
     return [data[i:i + block] for i in range(0, len(data) - block + 1, block)]
 
 
+def rounds_per_cycle(design: dict[str, Any], subject: str) -> int:
+    """A subject's rounds in one cycle (the suite's Design.describe()): every site's baseline ("direct",
+    "direct@docker") is visited baseline_visits times a cycle, every other subject once."""
+    baseline = design.get("baseline", "direct")
+    visits = int(design.get("baseline_visits", 1)) if subject.split("@")[0] == baseline else 1
+    return int(design.get("block", 1)) * visits
+
+
 def paired_ratios(a: list[list[float]], b: list[list[float]]) -> list[float]:
     """Per cycle (a and b's rounds grouped by cycle): a's median ÷ b's, for
     the cycles both have."""
