@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from lab.stats import noise
 from report.inputs import Inputs
 from studies.claims import count_text, counts, judge_all
 from studies.common import read_json
@@ -44,7 +45,8 @@ def extremes(inputs: Inputs, operation: str) -> str | None:
     noise = (inputs.runs[mode]["context"].get("noise") or {})
     reasons = noise.get("reasons") or ["its speed moved"]
     reason = next((r for r in reasons if f" {operation} " in r), reasons[0])   # this operation's, if named
-    flagged = f" The noise guard flagged this run: {reason}." if noise.get("flagged") else ""
+    flagged = f" The noise guard flagged this run: {reason}{_ratios_held(inputs.runs[mode], operation)}." \
+        if noise.get("flagged") else ""
     ordered = sorted(to_base, key=lambda s: to_base[s]["ratio"])
     tiers = [g for g in ([s for s in t if s != "direct"] for t in ranking.get("tiers") or []) if g]
     level = ranking.get("confidence", 0.99) * 100
@@ -55,6 +57,23 @@ def extremes(inputs: Inputs, operation: str) -> str | None:
             f"`{first}`{beside}, takes {_ci(to_base[first])} the direct database call; the slowest, `{last}`, "
             f"{_ci(to_base[last])} ({level:g} % intervals, ratio paired by cycle); the intervals separate "
             f"{len(tiers)} groups ({inputs.runs[mode]['context'].get('date', '?')[:16]}).{flagged}")
+
+
+def _ratios_held(run: dict[str, Any], operation: str) -> str:
+    """How far the subjects' paired ratios to direct moved over the same run (lab/stats/noise.py,
+    paired_drift): what a flag on the absolute times means for the ratios above."""
+    design = run["context"].get("settings", {}).get("benchmark", {}).get("design") or {}
+    rows = run["results"].get(operation) or {}
+    found = {s: d for s in rows if s != "direct"
+             if (d := noise.paired_drift(rows, s, "direct", design)) is not None}
+    if not found:
+        return ""
+    moves = sorted(d[0] for d in found.values())
+    widest = max(found, key=lambda s: abs(found[s][0]))
+    moved = sum(noise.ratio_moved(d) for d in found.values())
+    return (f"; the {len(found)} ratios to it moved a median {statistics.median(moves):+.1%} (the widest, "
+            f"`{widest}`, {found[widest][0]:+.1%}; {moved} beyond ±{noise.DRIFT_THRESHOLD:.0%} with 99 % "
+            "confidence)")
 
 
 def _comparisons(inputs: Inputs, axis: str, operation: str) -> list[dict[str, Any]]:
