@@ -27,6 +27,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -331,6 +332,16 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+STAMPED = re.compile(r"^(?P<name>.+)-\d{4}-\d{2}-\d{2}T\d{6}Z\.json$")   # lab.results.write's <name>-<stamp>.json
+
+
+def superseded(path: Path) -> bool:
+    """A dated result beside its instrument's <name>-latest.json: the same run's copy, or an earlier run
+    of the instrument (a stage run again), which the latest replaces; kept once, as -latest."""
+    found = STAMPED.match(path.name)
+    return bool(found) and (path.parent / f"{found['name']}-latest.json").is_file()
+
+
 def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     """docs/reference/ from the run in `folder`, written anew (nothing of an earlier run kept)."""
     from lab.registry import discover
@@ -352,14 +363,12 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     # compact results, one file per stage: the result files under the stage's folders
     raw: dict[str, int] = {}
     by_stage: dict[str, dict[str, Any]] = {}
-    # an instrument's <name>-latest.json is a copy of its dated file: kept once, as -latest
-    latest = {sha256(p) for p in out.rglob("*-latest.json") if p.is_file()}
     for path in sorted(out.rglob("*")):
         if not path.is_file():
             continue
         rel = path.relative_to(out).as_posix()
         raw[rel] = path.stat().st_size
-        if path.suffix != ".json" or (not path.name.endswith("-latest.json") and sha256(path) in latest):
+        if path.suffix != ".json" or superseded(path):
             continue
         try:
             data = results.read(path)

@@ -56,19 +56,21 @@ def run_folder(tmp_path: Path) -> Path:
 
 
 def test_publish_writes_the_report_compact_results_and_an_index_that_checks(run_folder, tmp_path):
+    earlier = {**host_context(), "date": "2026-12-01T00:00:00+00:00"}   # the stage run before: superseded
+    results.write("cpus", "cpus", earlier, {"samples_us": [1.0, 2.0]}, run_folder / "results", latest=False)
     docs = tmp_path / "docs-reference"
     reference.publish(run_folder, docs)
     assert reference.check(docs) == []
     index = results.validate(docs / "index.json")
     assert index["run_id"] == "2026-12-03T140000Z-abcdef123456-smoke"
     assert set(index["files"]) >= {"README.md", "results/studies.json", "results/other.json"}
-    assert index["raw"]["files"] == 5 and index["stages"]["studies"]["noise_flagged"]  # calibration +30 %
+    assert index["raw"]["files"] == 6 and index["stages"]["studies"]["noise_flagged"]  # calibration +30 %
     studies = results.validate(docs / "results" / "studies.json")
     assert list(studies["results"]) == ["load/fernando-latest.json"]
     assert studies["context"]["run"]["stages"]["studies"]["calibration_us"] == [100.0, 130.0]
     assert studies["noise"]["flagged"] and studies["stage"]["seconds"] == 12.5
     other = results.validate(docs / "results" / "other.json")
-    assert list(other["results"]) == ["cpus-latest.json"]   # its dated twin, the same bytes, kept once
+    assert list(other["results"]) == ["cpus-latest.json"]   # its dated twin and an earlier run's: kept once
     samples = other["results"][next(iter(other["results"]))]["samples_us"]
     assert samples["samples"] == 500 and samples["median"] == 249.5 and samples["max"] == 499.0
     readme = (docs / "README.md").read_text()

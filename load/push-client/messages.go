@@ -28,7 +28,10 @@
 // receiver records receive time - sent_us (lab_latency, extra n=<number>).
 // Its summary: per broadcast the receivers it was delivered to and received
 // by, the delivery span (send to the last receipt) and the CPU this process
-// used meanwhile (getrusage), which says whether the receivers kept up.
+// used meanwhile (getrusage at the send and at the last receipt), which says
+// whether the receivers kept up. (Until 2026-12-03 the CPU ran to the next
+// send, so what the process did after the last receipt, its garbage
+// collection of the burst among it, counted as the receivers' work.)
 package main
 
 import (
@@ -377,6 +380,9 @@ func runBroadcast(r *run, receivers, broadcasts int, interval time.Duration, con
 	ready.Add(receivers)
 	results := make([][]sample, receivers)
 	receipts := make([][]receipt, receivers)
+	// per broadcast number: its receipts so far, and this process's CPU when the last came in
+	receivedOf := make([]atomic.Int64, broadcasts+1)
+	lastCPU := make([]atomic.Int64, broadcasts+1)
 	var done sync.WaitGroup
 	for i := 0; i < receivers; i++ {
 		done.Add(1)
@@ -421,6 +427,10 @@ func runBroadcast(r *run, receivers, broadcasts int, interval time.Duration, con
 				}
 				latency := float64(now.UnixMicro()-p.Data.SentUs) / 1e3
 				receipts[i] = append(receipts[i], receipt{p.Data.N, latency, now})
+				// every receiver connected before the first send: the one that makes the count whole is the last
+				if p.Data.N < len(receivedOf) && receivedOf[p.Data.N].Add(1) == connected.Load() {
+					lastCPU[p.Data.N].Store(int64(cpuNow()))
+				}
 				results[i] = append(results[i], sample{"lab_latency", now.UnixMicro(), latency,
 					"n=" + strconv.Itoa(p.Data.N)})
 			}
@@ -459,7 +469,8 @@ func runBroadcast(r *run, receivers, broadcasts int, interval time.Duration, con
 	end := cpuNow()
 	cancel()
 	done.Wait()
-	// per broadcast: receipts, the delivery span and this process's CPU over [send, next send)
+	// per broadcast: receipts, the delivery span and this process's CPU over [send, last receipt]
+	// (over [send, next send) when a receipt never came)
 	var latencies, connects []float64
 	for i := range receipts {
 		for _, s := range results[i] {
@@ -491,6 +502,9 @@ func runBroadcast(r *run, receivers, broadcasts int, interval time.Duration, con
 		next := end
 		if k+1 < len(sent) {
 			next = sent[k+1].cpuAt
+		}
+		if at := lastCPU[b.N].Load(); at != 0 {
+			next = time.Duration(at)
 		}
 		b.SpanMs = math.Round(ms(last.Sub(b.sentAt))*1000) / 1000
 		b.CPUMs = math.Round(ms(next-b.cpuAt)*1000) / 1000
