@@ -17,9 +17,9 @@ descriptor's `message_framing` (clients/protocols.py).
   INTERVAL_MS apart once every receiver has connected; latency = receive time
   − the send time in the payload (µs, one machine's clock). Only broadcasts
   delivered to every connected receiver count; the client's CPU is its
-  busiest broadcast's (its CPU from one send to the next over the span from
-  the send to the last receipt): at or over the limit, the receivers, not the
-  server, set the latency.
+  busiest broadcast's (its CPU from the send to the last receipt over that
+  span; `client_cpu_over` says so; before 2026-12-03 the CPU ran to the next
+  send): at or over the limit, the receivers, not the server, set the latency.
 """
 
 from __future__ import annotations
@@ -131,6 +131,7 @@ def broadcast(endpoint: str, protocol: str, server_pid: int, receivers: int, pin
             "valid": not reasons, "invalid_reasons": reasons, "receivers": receivers, "senders": 1,
             "interval_ms": interval_ms, "wall_s": round(time.monotonic() - started, 2),
             "client_cpu_percent": busiest, "client_cpu_limit_percent": limit, "client_cpus": x.client_cores,
+            "client_cpu_over": s.get("client_cpu_over", "the send to the next send"),
             "client_cpu_percent_run": x.client_cpu_percent, "service_cpu_percent": x.server_cpu_percent,
             "machine_cpu_percent": x.machine_cpu_percent, "service_rss_bytes": rss_bytes(server_pid),
             "load_average_1m": round(load, 2)}

@@ -527,6 +527,7 @@ func runBroadcast(r *run, receivers, broadcasts int, interval time.Duration, con
 		"receivers": receivers, "connected": connected.Load(), "broadcasts": sent, "interval_ms": interval.Milliseconds(),
 		"latency_ms": describe(latencies), "connect_ms": describe(connects), "lost": lost,
 		"errors": total, "errors_by_kind": errorsByKind, "client_cpu_percent": busiest,
+		"client_cpu_over": "the send to the last receipt",
 	})
 	fmt.Println(string(summary))
 	return 0

@@ -174,6 +174,8 @@ def runs_table(page: Page, results: dict[str, Any]) -> None:
     """Every run on the Go client: the clients' own CPU beside the limit that makes a run invalid,
     the service's and the whole machine's, and the run's verdict."""
     rows = []
+    spans = sorted({r.get("client_cpu_over", "the send to the next send")   # the Go client's, by its version
+                    for runs in results.get("broadcast", {}).values() for r in runs})
     for test in ("echo", "broadcast"):
         for name, runs in results.get(test, {}).items():
             for r in runs:
@@ -189,7 +191,8 @@ def runs_table(page: Page, results: dict[str, Any]) -> None:
                        "Each run's echo clients or broadcast receivers (the lab's Go client, one process) beside "
                        "the limit at which the lab marks the run invalid (the client, not the library, set the "
                        "pace). Echo: CPU over the window; broadcast: the busiest broadcast's, the client's CPU from "
-                       "its send to the next over the span from the send to its last receipt. Service: its process "
+                       f"{' or '.join(spans) or 'the send to the last receipt'} over the span from the send to its "
+                       "last receipt. Service: its process "
                        "tree, 100 % = one core; machine: every CPU's busy share (100 % = all of them).",
                        "fernando-runs"))
 
