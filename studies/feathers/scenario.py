@@ -37,8 +37,10 @@ from studies.feathers import STUDY
 
 SCENARIO = STUDY.published()["scenario"]
 # make reference (report/reference.py): this study's arguments at the full design (the study's
-# ladder, 1 to 2,000 calls a connection) and at the smoke scale (minutes, every code path)
-REFERENCE_ARGS = {"full": ["--calls", "1", "10", "50", "500", "1000", "2000"],
+# ladder, 1 to 2,000 calls a connection, on loopback and on the round trip near the study's, with a
+# connection's setup timed apart there) and at the smoke scale (minutes, every code path)
+REFERENCE_ARGS = {"full": ["--calls", "1", "10", "50", "500", "1000", "2000",
+                           "--path", "loopback", SCENARIO["path_near_study"], "--setup-rounds", "30"],
                   "smoke": ["--impl", "ws/node_ws", "--calls", "1", "10", "--duration", "1"]}
 CONNECTIONS: int = SCENARIO["connections"]
 CALLS: tuple[int, ...] = tuple(SCENARIO["calls"])   # the study's 1 to 2,000 (--calls for fewer)
