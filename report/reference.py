@@ -144,7 +144,9 @@ def profiles(scale: str) -> list[Command]:
 
 
 def fuzz(scale: str) -> list[Command]:
-    env = {"FUZZ_CASES": "10000"} if scale == "full" else {"FUZZ_CASES": "20", "LAB_ONLY": ",".join(smoke_impls())}
+    # FUZZ_RESUME: a stage stopped part way (hours of cases) goes on with the implementations not yet tallied
+    env = ({"FUZZ_CASES": "10000"} if scale == "full" else {"FUZZ_CASES": "20", "LAB_ONLY": ",".join(smoke_impls())}) \
+        | {"FUZZ_RESUME": "1"}
     return [Command([*PYTEST, "--benchmark-disable", "tests/test_fuzz.py", "-q"], env)]
 
 

@@ -3,7 +3,9 @@ no 5xx or internal error, the contract's answers only, stored data changed
 only by acknowledged writes, the service still serving afterwards.
 
 make test: FUZZ_CASES (default 150) cases per implementation, seed FUZZ_SEED
-(default 1); make fuzz: 10,000, counts in results/fuzz/latest.json."""
+(default 1); make fuzz: 10,000, counts in results/fuzz/latest.json. FUZZ_RESUME=1
+skips an implementation that file already tallies at the same size and seed (a
+run of hours goes on where an interrupted one stopped; make reference sets it)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,20 @@ from lab.pytest_plugin.fixtures import implementations
 CASES = int(os.environ.get("FUZZ_CASES", "150"))
 SEED = int(os.environ.get("FUZZ_SEED", "1"))
 RUNS: list = []  # (lab, tally summary)
+RESUME = bool(os.environ.get("FUZZ_RESUME"))
+
+
+def _name() -> str:
+    return "latest" if CASES >= 10_000 else "latest-test"
+
+
+def _earlier() -> dict:
+    """The tallies results/fuzz/ holds of this size and seed ({} if none or another run's)."""
+    try:
+        found = results.read(settings.RESULTS / "fuzz" / f"{_name()}.json", "fuzz")
+    except (OSError, results.ResultError):
+        return {}
+    return found if (found.get("cases_per_implementation"), found.get("seed")) == (CASES, SEED) else {}
 
 
 # Every implementation here whose protocol has a fuzzer (every descriptor names one today), once per
@@ -29,6 +45,10 @@ RUNS: list = []  # (lab, tally summary)
 @pytest.mark.parametrize("impl", implementations(where=lambda impl: impl.protocol in fuzz.PROTOCOLS
                                                  and impl.served_by == impl.name))
 def test_fuzz_from_the_contract(impl, lab):
+    done = {t["implementation"]: t for t in _earlier().get("tallies", [])} if RESUME else {}
+    if impl in done:
+        pytest.skip(f"FUZZ_RESUME: tallied at {done[impl].get('date', '?')}: {done[impl]['cases']:,} cases, "
+                    f"{done[impl]['failures']} failures, {done[impl]['server_errors']} server errors")
     began = time.monotonic()
     tally = fuzz.run(lab, impl, CASES, SEED)
     RUNS.append((lab, {**tally.summary(), "seconds": round(time.monotonic() - began, 1),
@@ -61,17 +81,38 @@ def save() -> None:
     lab = RUNS[0][0]
     out = settings.RESULTS / "fuzz"
     context = run_context(lab.mode, lab.database, lab.implementations)
-    name = "latest" if CASES >= 10_000 else "latest-test"
+    name = _name()
     tallies = [{**t, "commit": context["commit"]} for _, t in RUNS]
-    # A run of some implementations (make fuzz PYTEST_ARGS='-k soap') keeps the
-    # others' tallies of an earlier run of the same size and seed, each with its date
+    # A run of some implementations (make fuzz PYTEST_ARGS='-k soap', or FUZZ_RESUME) keeps
+    # the others' tallies of an earlier run of the same size and seed, each with its date
     # (an earlier file not in the results format, or unreadable, is replaced).
-    try:
-        earlier = results.read(out / f"{name}.json", "fuzz")
-    except (OSError, results.ResultError):
-        earlier = {}
-    if (earlier.get("cases_per_implementation"), earlier.get("seed")) == (CASES, SEED):
-        ran = {t["implementation"] for t in tallies}
-        tallies = [t for t in earlier.get("tallies", []) if t["implementation"] not in ran] + tallies
+    ran = {t["implementation"] for t in tallies}
+    tallies = [t for t in _earlier().get("tallies", []) if t["implementation"] not in ran] + tallies
     results.write("fuzz", name, context, {"cases_per_implementation": CASES, "seed": SEED, "tallies": tallies},
                   out, stamped=False)
+
+
+def test_fuzz_resume_goes_on_with_the_implementations_not_yet_tallied(tmp_path):
+    """FUZZ_RESUME=1 after a run that tallied one implementation: that one is skipped, saying when
+    and what it tallied, the other is fuzzed, and the file keeps both tallies."""
+    import subprocess
+    import sys
+
+    first, second = "rest/go_nethttp", "ws/go_gorilla"
+    env = {**os.environ, "LAB_RESULTS": str(tmp_path), "FUZZ_CASES": "5", "FUZZ_SEED": "1",
+           "PYTHONPATH": str(settings.ROOT)}
+    env.pop("FUZZ_RESUME", None)
+
+    def run(only: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+                               "--benchmark-disable", str(settings.ROOT / "tests" / "test_fuzz.py"),
+                               "-k", "test_fuzz_from_the_contract"], cwd=settings.ROOT,
+                              env={**env, "LAB_ONLY": only, **extra}, capture_output=True, text=True, timeout=300)
+
+    done = run(first)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    again = run(f"{first},{second}", FUZZ_RESUME="1")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "1 passed, 1 skipped" in again.stdout and "FUZZ_RESUME: tallied at" in again.stdout
+    tallies = results.read(tmp_path / "fuzz" / "latest-test.json", "fuzz")["tallies"]
+    assert sorted(t["implementation"] for t in tallies) == [first, second]

@@ -365,3 +365,43 @@ def test_a_tail_is_shown_only_with_the_answers_behind_it():
     h.record_value(1000)
     s = histograms.latency_summary(h)
     assert s["p99"] is not None and s["p99_9"] is None
+
+
+def test_a_process_serving_a_subject_still_to_come_is_kept_until_its_last_subject(tmp_path):
+    """load/sweep.py release(): the sweep stops each measured implementation's process, except one that
+    serves a later subject too (a client-side variant shares its base's process): that one is kept, and
+    waited for until quiet; stopped after its last subject."""
+    from types import SimpleNamespace
+
+    from load.sweep import release
+
+    stopped = []
+
+    class Proc:
+        def __init__(self, argv):
+            self.popen = subprocess.Popen(argv)
+            self.pid = self.popen.pid
+
+        def stop(self, grace=2.0):
+            stopped.append(self)
+            self.popen.kill()
+            self.popen.wait(timeout=10)
+
+    idle = Proc([sys.executable, "-c", "import time; time.sleep(60)"])
+    busy = Proc([sys.executable, "-c", "while True: pass"])
+    other = Proc([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        names = ["base", "base+variant", "spinning", "spinning+variant", "other"]
+        lab = SimpleNamespace(implementations=[SimpleNamespace(name=n) for n in names],
+                              processes={"base": idle, "base+variant": idle, "spinning": busy,
+                                         "spinning+variant": busy, "other": other})
+        assert release(lab, 0) == "quiet" and stopped == []
+        assert release(lab, 1) == "stopped" and stopped == [idle]
+        assert release(lab, 2, within_s=1.5) == "busy" and stopped == [idle]   # a CPU loop never settles
+        assert release(lab, 3) == "stopped" and release(lab, 4) == "stopped"
+        assert stopped == [idle, busy, other]
+    finally:
+        for p in (idle, busy, other):
+            if p.popen.poll() is None:
+                p.popen.kill()
+                p.popen.wait(timeout=10)
