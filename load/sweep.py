@@ -1,7 +1,7 @@
 """The default load sweep (make load): every implementation that serves the
 operation (default fetch-one), closed model at 10 and 100 clients, the open
 model stepped to each one's knee (up to 5 steps), then 1,000 clients; each
-service is stopped once measured. With --path, the same on each network path
+service process is stopped once its last subject is measured (release()). With --path, the same on each network path
 in turn (its own lab beyond the path, Locust on the host): results named
 <implementation>@<path>, each path's set and measured values in the context."""
 
