@@ -62,10 +62,8 @@ def extremes(inputs: Inputs, operation: str) -> str | None:
 def _ratios_held(run: dict[str, Any], operation: str) -> str:
     """How far the subjects' paired ratios to direct moved over the same run (lab/stats/noise.py,
     paired_drift): what a flag on the absolute times means for the ratios above."""
-    design = run["context"].get("settings", {}).get("benchmark", {}).get("design") or {}
-    rows = run["results"].get(operation) or {}
-    found = {s: d for s in rows if s != "direct"
-             if (d := noise.paired_drift(rows, s, "direct", design)) is not None}
+    found = {s: d for s in (run["results"].get(operation) or {}) if s != "direct"
+             if (d := noise.paired_drift(run, operation, s, "direct")) is not None}
     if not found:
         return ""
     moves = sorted(d[0] for d in found.values())

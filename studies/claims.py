@@ -212,8 +212,7 @@ def _ratio_noise(data: dict[str, Any], op: str, a: str, b: str) -> tuple[tuple[s
     """A ratio paired by cycle is judged by its own drift over the run (lab/stats/noise.py, paired_drift,
     ratio_moved): a change of the machine's speed that moved both subjects alike, which flags the run's
     absolute times, cancels in it. (its reasons if it moved, a note of how much it moved)"""
-    design = data.get("context", {}).get("settings", {}).get("benchmark", {}).get("design") or {}
-    found = noise.paired_drift(data["results"][op], a, b, design)
+    found = noise.paired_drift(data, op, a, b)
     if found is None:   # no rounds kept: the run's own guard, as for an absolute figure
         return _noise(data), ""
     threshold = (data.get("context", {}).get("noise") or {}).get("drift_threshold", noise.DRIFT_THRESHOLD)

@@ -160,8 +160,9 @@ def test_a_latency_ratio_is_judged_by_its_own_drift_not_by_the_runs_absolute_tim
     assert re.search(r"the paired ratio grpc/python_grpcio ÷ rest/python_flask moved \+2\d\.\d%", apart.reason)
 
     chance = drifting(60, machine=0.0, spread=0.5, seed=5)
-    moved, interval = noise.paired_drift({k: {"data_s": v} for k, v in chance.items()}, "grpc/python_grpcio",
-                                         "rest/python_flask", {"block": 1})
+    moved, interval = noise.paired_drift({"results": {"fetch-100": {k: {"data_s": v} for k, v in chance.items()}},
+                                          "context": {"settings": {"benchmark": {"design": {"block": 1}}}}},
+                                         "fetch-100", "grpc/python_grpcio", "rest/python_flask")
     assert abs(moved) > noise.DRIFT_THRESHOLD and interval[0] < 0 < interval[1]   # the case this checks
     latency_run(tmp_path, (0.55, 0.65), rounds=chance)
     assert claims.judge("S", order_claim("<"), tmp_path).verdict == "agrees"

@@ -116,13 +116,15 @@ def drift_interval(values: list[float], share: float = DRIFT_SHARE, confidence: 
     return float(low), float(high)
 
 
-def paired_drift(rows: dict[str, dict[str, Any]], a: str, b: str,
-                 design: dict[str, Any]) -> tuple[float, tuple[float, float]] | None:
-    """drift() of a ÷ b per cycle, and its interval (a result's rows: {subject: {"data_s": rounds in
-    order}}, the run's design): how much a's standing against b moved in the run; None without both
-    subjects' rounds."""
+def paired_drift(result: dict[str, Any], operation: str, a: str,
+                 b: str) -> tuple[float, tuple[float, float]] | None:
+    """drift() of a ÷ b per cycle in a latency result's `operation`, and its interval (the rows' data_s,
+    paired by cycle as the result's design visited them): how much a's standing against b moved in the
+    run; None without both subjects' rounds."""
+    rows = (result.get("results") or {}).get(operation) or {}
     if not (rows.get(a, {}).get("data_s") and rows.get(b, {}).get("data_s")):
         return None
+    design = result.get("context", {}).get("settings", {}).get("benchmark", {}).get("design") or {}
     ratios = paired_ratios(cycles_of(rows[a]["data_s"], rounds_per_cycle(design, a)),
                            cycles_of(rows[b]["data_s"], rounds_per_cycle(design, b)))
     moved, interval = drift(ratios), drift_interval(ratios)

@@ -118,8 +118,10 @@ def cycles_of(data: list[float], block: int) -> list[list[float]]:
 def rounds_per_cycle(design: dict[str, Any], subject: str) -> int:
     """A subject's rounds in one cycle (the suite's Design.describe()): every site's baseline ("direct",
     "direct@docker") is visited baseline_visits times a cycle, every other subject once."""
+    from lab.axes import parse_subject  # the suite's own reading of a subject (benchmarks/interleave.py visits)
+
     baseline = design.get("baseline", "direct")
-    visits = int(design.get("baseline_visits", 1)) if subject.split("@")[0] == baseline else 1
+    visits = int(design.get("baseline_visits", 1)) if parse_subject(subject)[0] == baseline else 1
     return int(design.get("block", 1)) * visits
 
 
