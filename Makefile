@@ -43,9 +43,11 @@ test: bootstrap
 
 # Fuzzing from the contract, longer than make test's: FUZZ_CASES per implementation
 # (counts in results/fuzz/latest.json and at the end of the output).
+# FUZZ_WORKERS pytest-xdist workers fuzz an implementation each, with its own lab.
 FUZZ_CASES ?= 10000
+FUZZ_WORKERS ?= 2
 fuzz: bootstrap
-	@FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable tests/test_fuzz.py $(PYTEST_ARGS); \
+	@FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest --benchmark-disable -n $(FUZZ_WORKERS) tests/test_fuzz.py $(PYTEST_ARGS); \
 	status=$$?; $(PY) -m fuzz.summary; exit $$status
 
 # Connect's own conformance suite against each Connect server, every feature it claims

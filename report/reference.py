@@ -72,6 +72,7 @@ class Stage:
 
 PY = [sys.executable]
 PYTEST = [*PY, "-m", "pytest"]
+FUZZ_WORKERS = "2"  # make fuzz's FUZZ_WORKERS
 
 
 def smoke_impls() -> list[str]:
@@ -147,7 +148,8 @@ def fuzz(scale: str) -> list[Command]:
     # FUZZ_RESUME: a stage stopped part way (hours of cases) goes on with the implementations not yet tallied
     env = ({"FUZZ_CASES": "10000"} if scale == "full" else {"FUZZ_CASES": "20", "LAB_ONLY": ",".join(smoke_impls())}) \
         | {"FUZZ_RESUME": "1"}
-    return [Command([*PYTEST, "--benchmark-disable", "tests/test_fuzz.py", "-q"], env)]
+    # two pytest-xdist workers, each fuzzing an implementation with its own lab (tests/test_fuzz.py save)
+    return [Command([*PYTEST, "--benchmark-disable", "-n", FUZZ_WORKERS, "tests/test_fuzz.py", "-q"], env)]
 
 
 STAGES: list[Stage] = [

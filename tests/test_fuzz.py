@@ -78,18 +78,25 @@ def test_the_cases_drawn_with_one_seed_are_the_same_each_time():
 
 
 def save() -> None:
+    import fcntl
+
     lab = RUNS[0][0]
     out = settings.RESULTS / "fuzz"
+    out.mkdir(parents=True, exist_ok=True)
     context = run_context(lab.mode, lab.database, lab.implementations)
     name = _name()
     tallies = [{**t, "commit": context["commit"]} for _, t in RUNS]
     # A run of some implementations (make fuzz PYTEST_ARGS='-k soap', or FUZZ_RESUME) keeps
     # the others' tallies of an earlier run of the same size and seed, each with its date
-    # (an earlier file not in the results format, or unreadable, is replaced).
-    ran = {t["implementation"] for t in tallies}
-    tallies = [t for t in _earlier().get("tallies", []) if t["implementation"] not in ran] + tallies
-    results.write("fuzz", name, context, {"cases_per_implementation": CASES, "seed": SEED, "tallies": tallies},
-                  out, stamped=False)
+    # (an earlier file not in the results format, or unreadable, is replaced). Read and
+    # written under a lock: the implementations are fuzzed on several pytest-xdist workers
+    # (make test's, make fuzz PYTEST_ARGS=-n2), each saving its own beside the others'.
+    with open(out / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ran = {t["implementation"] for t in tallies}
+        tallies = [t for t in _earlier().get("tallies", []) if t["implementation"] not in ran] + tallies
+        results.write("fuzz", name, context, {"cases_per_implementation": CASES, "seed": SEED, "tallies": tallies},
+                      out, stamped=False)
 
 
 def test_fuzz_resume_goes_on_with_the_implementations_not_yet_tallied(tmp_path):
@@ -116,3 +123,22 @@ def test_fuzz_resume_goes_on_with_the_implementations_not_yet_tallied(tmp_path):
     assert "1 passed, 1 skipped" in again.stdout and "FUZZ_RESUME: tallied at" in again.stdout
     tallies = results.read(tmp_path / "fuzz" / "latest-test.json", "fuzz")["tallies"]
     assert sorted(t["implementation"] for t in tallies) == [first, second]
+
+
+def test_fuzz_on_two_workers_keeps_every_workers_tallies(tmp_path):
+    """make fuzz runs on FUZZ_WORKERS pytest-xdist workers, each saving after each implementation into
+    the one results file: the file ends with every implementation's tally, not the last saver's."""
+    import subprocess
+    import sys
+
+    subjects = ["rest/go_nethttp", "ws/go_gorilla", "grpc/go_grpc"]
+    env = {**os.environ, "LAB_RESULTS": str(tmp_path), "FUZZ_CASES": "5", "FUZZ_SEED": "2",
+           "PYTHONPATH": str(settings.ROOT), "LAB_ONLY": ",".join(subjects)}
+    env.pop("FUZZ_RESUME", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
+                           "--benchmark-disable", str(settings.ROOT / "tests" / "test_fuzz.py"),
+                           "-k", "test_fuzz_from_the_contract"], cwd=settings.ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    tallies = results.read(tmp_path / "fuzz" / "latest-test.json", "fuzz")["tallies"]
+    assert sorted(t["implementation"] for t in tallies) == sorted(subjects)
