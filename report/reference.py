@@ -18,6 +18,11 @@ run's own folder: README.md (the report), report-figures/*.svg, results/<stage>.
 index.json (kind `reference-index`: the run, every stage's cost, and every file of docs/reference/
 with its size and SHA-256). `--check` recomputes those hashes: a file edited by hand, added or
 lost fails it. docs/notes/2026-12-03-reference.md: the stages and what they cost.
+
+A run's folder is never committed, so a machine lost part way loses it. GO_ON=1 with no run folder here
+goes on from the committed docs/reference/ (restore()): the stages it holds keep their records and the
+report published from them, and a stage the report does not read (fuzz) is added to it; a stage the
+report reads needs the raw results, so it needs a new run.
 """
 
 from __future__ import annotations
@@ -309,16 +314,23 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
     host = run["host"]
     total_s = sum(s["seconds"] for s in stages.values())
     commits = stage_commits(run, stages)
+    restored = run.get("restored", {})
+    kept = restored.get("stages", [])
     lines = [f"<!-- written by `make reference` (python -m report.reference), run {run['id']}: "
              "do not edit; run the command again -->",
              f"# Reference run {run['id']}", "",
              f"Made by `make reference` at scale **{run['scale']}**, commit `{run['commit']}`, started "
              f"{run['started']} on {host['cpu']['count']} × {host['cpu']['model']} ({host['platform']}). "
              + (f"The report below was written from its results at commit `{git_commit()}` "
-                "(`python -m report.reference --publish`). " if git_commit() != run["commit"] else "")
+                "(`python -m report.reference --publish`). " if git_commit() != run["commit"] and not kept else "")
              + (f"Its stages ran at {len(commits)} commits (the run went on with `--go-on`: a full run is longer "
                 f"than a working session); `git diff --stat {commits[0][:12]} {commits[-1][:12]}` shows what "
                 "changed between the first and the last. " if len(commits) > 1 else "")
+             + (f"The run's raw results were lost with its machine after stages {', '.join(kept)} ended; it went on "
+                f"from the reference they had published (`--go-on`, {restored['date'][:16]} UTC): the report below is "
+                f"that reference's, written at commit `{restored['report_commit'][:12]}` and kept as it was, and the stages added since ("
+                f"{', '.join(n for n in stages if n not in kept) or 'none yet'}) are in the table, the lines after it "
+                "and `results/`. " if kept else "")
              + f"The stages took {total_s / 60:.0f} min in all. Each stage's commands, cost and noise guard "
              "are below and in `index.json`; the compact results with their full context are in `results/`.",
              "", "| stage | commit | started (UTC) | time | disk | load average before → after "
@@ -336,6 +348,73 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def fuzz_header(out: Path) -> list[str]:
+    """The fuzz stage's tallies (fuzz/summary.py) under the stage table, when the run fuzzed."""
+    from fuzz.summary import lines
+
+    path = out / "fuzz" / "latest.json"
+    if not path.exists():
+        return []
+    tally = lines(path)
+    return [f"**Fuzzing** (`{relative(path)}` of the run, as `python -m fuzz.summary` prints it):", "", "```",
+            *tally, "```", ""]
+
+
+PAGE_TITLE = "# protolab report"   # report/page.py's first heading: where the report below the header begins
+
+
+def report_page(readme: str) -> str:
+    """The report part of a published docs/reference/README.md (the header above it is the run's)."""
+    at = readme.find("\n" + PAGE_TITLE)
+    if at < 0:
+        raise ValueError(f"docs/reference/README.md: no {PAGE_TITLE!r} heading, so not a report make reference wrote")
+    return readme[at + 1:]
+
+
+REPORT_FREE = {"fuzz"}   # stages whose results the report does not read: they may go on in a restored run
+
+
+def restore(docs: Path = DOCS) -> Path:
+    """The run behind the committed docs/reference/ made the run under way again, when its folder
+    (results/reference/<run>/, never committed) is gone with the machine it ran on: run.state and
+    stages.state from index.json and each stage's compact result (its full record and noise guard),
+    the published files under <run>/restored/. Its raw results are not restored (their long sample lists
+    are compact there), so only a stage the report does not read (REPORT_FREE) may run in it, and
+    publish() keeps the committed report and adds that stage's results."""
+    index = results.validate(docs / "index.json")
+    context = index["context"]
+    host = {k: v for k, v in context.items() if k != "run"}
+    folder = RUNS / index["run_id"]
+    if (folder / "run.state").exists():
+        raise FileExistsError(f"{relative(folder)}: the run's folder is here; nothing to restore")
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(folder / "restored", ignore_errors=True)
+    shutil.copytree(docs, folder / "restored")
+    stages = {}
+    for name, s in index["stages"].items():
+        sampled = context["run"]["stages"].get(name, {})
+        guard = {"flagged": s["noise_flagged"], "reasons": s["noise_reasons"],
+                 "before": {"loadavg": (sampled.get("loadavg") or [None, None])[0],
+                            "calibration_us": (sampled.get("calibration_us") or [None, None])[0]},
+                 "after": {"loadavg": (sampled.get("loadavg") or [None, None])[1],
+                           "calibration_us": (sampled.get("calibration_us") or [None, None])[1]}}
+        compact_path = docs / "results" / f"{name}.json"
+        if compact_path.exists():    # a stage with results in the lab's format: its full noise record
+            guard = results.read(compact_path)["noise"] or guard
+        stages[name] = {"stage": name, "what": BY_NAME[name].what, **{k: s[k] for k in (
+            "started", "seconds", "disk_bytes", "commands", "ok", "commit")}, "noise": guard}
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    run = {"id": index["run_id"], "scale": index["scale"], "commit": context["run"]["commit"],
+           "started": context["run"]["started"], "host": host,
+           "restored": {"date": now, "stages": list(stages), "raw": index["raw"], "report_commit": context["commit"],
+                        "note": f"restored from docs/reference/ on {now}: the stages {', '.join(stages)} are as "
+                                "first published (raw results lost with the machine); later stages added"}}
+    (folder / "run.state").write_text(json.dumps(run, indent=1) + "\n")
+    (folder / "stages.state").write_text(json.dumps(stages, indent=1) + "\n")
+    (RUNS / "current").write_text(run["id"] + "\n")
+    return folder
+
+
 STAMPED = re.compile(r"^(?P<name>.+)-\d{4}-\d{2}-\d{2}T\d{6}Z\.json$")   # lab.results.write's <name>-<stamp>.json
 
 
@@ -347,23 +426,36 @@ def superseded(path: Path) -> bool:
 
 
 def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
-    """docs/reference/ from the run in `folder`, written anew (nothing of an earlier run kept)."""
+    """docs/reference/ from the run in `folder`, written anew (nothing of an earlier run kept). A run restored
+    from the committed reference (restore()) keeps that reference's report, figures, findings and compact
+    results of the stages it held, and adds the stages run since."""
     from lab.registry import discover
     from report.__main__ import write as write_report
 
     run = json.loads((folder / "run.state").read_text())
     stages = json.loads((folder / "stages.state").read_text())
+    kept = run.get("restored", {}).get("stages", [])
     out = folder / "results"
     staging = folder / "publish"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "results").mkdir(parents=True)
-    report_dir = folder / "report"
-    write_report(out, report_dir, head=run["commit"], discovered=[i.name for i in discover() if i.serves("get")])
-    page = (report_dir / "report.md").read_text()
-    (staging / "README.md").write_text("\n".join(run_header(run, stages)) + "\n" + page)
-    if (report_dir / "report-figures").exists():
-        shutil.copytree(report_dir / "report-figures", staging / "report-figures")
-    (staging / findings.FILE).write_text(findings_block(run, stages, out, staging))
+    if kept:
+        source = folder / "restored"
+        page = report_page((source / "README.md").read_text())
+        for name in ("report-figures", findings.FILE, *(f"results/{s}.json" for s in kept)):
+            if (source / name).is_dir():
+                shutil.copytree(source / name, staging / name)
+            elif (source / name).is_file():
+                shutil.copy(source / name, staging / name)
+    else:
+        report_dir = folder / "report"
+        write_report(out, report_dir, head=run["commit"],
+                     discovered=[i.name for i in discover() if i.serves("get")])
+        page = (report_dir / "report.md").read_text()
+        if (report_dir / "report-figures").exists():
+            shutil.copytree(report_dir / "report-figures", staging / "report-figures")
+        (staging / findings.FILE).write_text(findings_block(run, stages, out, staging))
+    (staging / "README.md").write_text("\n".join(run_header(run, stages) + fuzz_header(out)) + "\n" + page)
     # compact results, one file per stage: the result files under the stage's folders
     raw: dict[str, int] = {}
     by_stage: dict[str, dict[str, Any]] = {}
@@ -379,6 +471,8 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
         except (OSError, results.ResultError):
             continue  # pytest-benchmark's own JSON, a profile's raw samples: sizes listed, not kept
         stage = stage_of(rel)
+        if stage in kept:
+            continue   # a stage the restored reference holds: its committed compact results stand
         by_stage.setdefault(stage, {})[rel] = compact(data)
     context = {**host_context(), "run": run_context(run, stages)}
     for stage, files in by_stage.items():
@@ -390,14 +484,15 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     files = {p.relative_to(staging).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
              for p in sorted(staging.rglob("*")) if p.is_file()}
     big = [f"{name} ({f['bytes'] / 1e6:.1f} MB)" for name, f in files.items() if f["bytes"] > COMPACT_LIMIT]
+    before = run.get("restored", {}).get("raw", {"bytes": 0, "files": 0, "largest": {}})  # the kept stages'
     index = {"run_id": run["id"], "scale": run["scale"],
              "stages": {name: {k: s[k] for k in ("started", "seconds", "disk_bytes", "ok", "commit", "commands")}
                         | {"noise_flagged": s["noise"]["flagged"], "noise_reasons": s["noise"]["reasons"]}
                         for name, s in stages.items()},
-             "raw": {"bytes": sum(raw.values()), "files": len(raw),
+             "raw": {"bytes": before["bytes"] + sum(raw.values()), "files": before["files"] + len(raw),
                      "folder": relative(folder), "largest": dict(
-                         sorted(raw.items(), key=lambda kv: -kv[1])[:10])},
-             "files": files, "large": big}
+                         sorted({**before["largest"], **raw}.items(), key=lambda kv: -kv[1])[:10])},
+             "files": files, "large": big} | ({"restored": run["restored"]["note"]} if kept else {})
     results.write("reference-index", "index", context, index, staging, stamped=False)
     shutil.rmtree(docs, ignore_errors=True)
     shutil.copytree(staging, docs)
@@ -563,6 +658,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown stage(s) {', '.join(unknown)}; the stages: {', '.join(BY_NAME)}")
     folder = None if args.new else current_run()
+    if folder is None and args.go_on and not args.new and (DOCS / "index.json").exists() \
+            and not (RUNS / json.loads((DOCS / "index.json").read_text())["run_id"] / "run.state").exists():
+        folder = restore(DOCS)
+        print(f"reference: no run under way here; went on from the committed reference: {relative(folder)} "
+              "restored from docs/reference/ (its stages' records, not their raw results)", flush=True)
     if folder is not None:
         run = json.loads((folder / "run.state").read_text())
         if args.go_on and git_commit().endswith("-dirty"):
@@ -577,6 +677,12 @@ def main(argv: list[str] | None = None) -> int:
     stages_path = folder / "stages.state"
     ended = json.loads(stages_path.read_text())
     todo = [s for s in STAGES if (s.name in chosen if chosen else not ended.get(s.name, {}).get("ok"))]
+    if run.get("restored"):
+        refused = [s.name for s in todo if s.name not in REPORT_FREE | {"report"}]
+        if refused:
+            parser.error(f"the run {run['id']} went on from docs/reference/ without its raw results, which the report "
+                         f"reads: stage(s) {', '.join(refused)} cannot be added to it; `make reference` without "
+                         "GO_ON=1 starts a new run")
     print(f"reference: run {run['id']} ({relative(folder)}), scale {run['scale']}; stages "
           f"{', '.join(s.name for s in todo) or 'none left'}"
           + (f"; ended before: {', '.join(n for n in ended if ended[n]['ok'])}" if ended else ""), flush=True)

@@ -260,3 +260,48 @@ def test_a_finding_names_the_fastest_and_slowest_with_their_intervals_and_the_gr
     assert "2 pairs" in docker and "1 slower and 0 faster" in docker and "`a/go_x@docker` ÷ `a/go_x`, 1.20×" in docker
     run["context"]["noise"] = {"flagged": True, "reasons": ["the calibration moved +19%"]}
     assert "flagged this run: the calibration moved +19%" in findings.extremes(inputs, "fetch-one")
+
+
+def test_a_run_whose_folder_was_lost_goes_on_from_the_committed_reference(run_folder, tmp_path, monkeypatch):
+    """The run folder is gone with its machine: --go-on restores the run from docs/reference/ (each stage's
+    record, noise guard and commit), runs a stage the report does not read (fuzz), and publishing keeps the
+    committed report, figures and compact results byte for byte while adding the stage and its tallies;
+    a stage the report reads is refused, since the raw results it would be reported with are gone."""
+    docs = tmp_path / "docs-reference"
+    reference.publish(run_folder, docs)
+    shutil.rmtree(run_folder)
+    runs = tmp_path / "runs"
+    monkeypatch.setattr(reference, "RUNS", runs)
+    monkeypatch.setattr(reference, "DOCS", docs)
+    monkeypatch.setattr(reference, "git_commit", lambda: "c" * 40)
+    with pytest.raises(SystemExit):   # argparse's error: studies feeds the report
+        reference.main(["--go-on", "--scale", "smoke", "--stages", "studies"])
+    folder = reference.current_run()
+    run = json.loads((folder / "run.state").read_text())
+    assert run["id"] == "2026-12-03T140000Z-abcdef123456-smoke" and run["restored"]["stages"] == ["studies"]
+    stages = json.loads((folder / "stages.state").read_text())
+    assert stages["studies"]["noise"]["flagged"] and stages["studies"]["seconds"] == 12.5
+    # the fuzz stage as make reference runs it: its tallies in the run's results, its record in stages.state
+    context = host_context()
+    tallies = [{"implementation": "rest/go_nethttp", "cases": 10000, "failures": 0, "server_errors": 0,
+                "seconds": 96.0, "date": context["date"], "commit": "c" * 40}]
+    results.write("fuzz", "latest", context, {"cases_per_implementation": 10000, "seed": 1, "tallies": tallies},
+                  folder / "results" / "fuzz", stamped=False)
+    stages["fuzz"] = {**stages["studies"], "stage": "fuzz", "seconds": 600.0, "commit": "c" * 40,
+                      "noise": noise.verdict(snapshot(100.0, 1.0), snapshot(101.0, 1.2))}
+    (folder / "stages.state").write_text(json.dumps(stages))
+    again = tmp_path / "again"
+    reference.publish(folder, again)
+    assert reference.check(again) == []
+    before, after = (docs / "README.md").read_text(), (again / "README.md").read_text()
+    assert reference.report_page(after) == reference.report_page(before)
+    for name in ("results/studies.json", reference.findings.FILE):
+        assert (again / name).read_bytes() == (docs / name).read_bytes(), name
+    assert f"| fuzz | `{'c' * 12}` |" in after and "| studies |" in after
+    assert "lost with its machine after stages studies ended" in after
+    assert "rest/go_nethttp" in after and "all 1 implementations: 10,000 cases, 0 failures, 0 server errors" in after
+    index = results.validate(again / "index.json")
+    assert set(index["stages"]) == {"studies", "fuzz"} and "restored" in index
+    assert index["raw"]["files"] == results.validate(docs / "index.json")["raw"]["files"] + 1
+    fuzz = results.validate(again / "results" / "fuzz.json")
+    assert list(fuzz["results"]) == ["fuzz/latest.json"]
