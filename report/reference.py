@@ -19,10 +19,11 @@ index.json (kind `reference-index`: the run, every stage's cost, and every file 
 with its size and SHA-256). `--check` recomputes those hashes: a file edited by hand, added or
 lost fails it. docs/notes/2026-12-03-reference.md: the stages and what they cost.
 
-A run's folder is never committed, so a machine lost part way loses it. GO_ON=1 with no run folder here
-goes on from the committed docs/reference/ (restore()): the stages it holds keep their records and the
-report published from them, and a stage the report does not read (fuzz) is added to it; a stage the
-report reads needs the raw results, so it needs a new run.
+A run's folder is never committed, so a machine lost part way loses it; docs/reference/raw.tar.xz keeps
+the run's results losslessly (all but dated twins and the profilers' native files), and GO_ON=1 with no
+run folder here makes the run again from the committed docs/reference/ (restore()) and goes on with
+it: publish the stages of one session, go on in the next. A reference published without the archive
+can only take a stage the report does not read (fuzz); its report is kept as it was.
 """
 
 from __future__ import annotations
@@ -331,6 +332,8 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
                 f"that reference's, written at commit `{restored['report_commit'][:12]}` and kept as it was, and the stages added since ("
                 f"{', '.join(n for n in stages if n not in kept) or 'none yet'}) are in the table, the lines after it "
                 "and `results/`. " if kept else "")
+             + (f"Its folder was lost with the machine it ran on and made again from `docs/reference/{ARCHIVE}` "
+                f"({restored['date'][:16]} UTC) before the later stages. " if restored and not kept else "")
              + f"The stages took {total_s / 60:.0f} min in all. Each stage's commands, cost and noise guard "
              "are below and in `index.json`; the compact results with their full context are in `results/`.",
              "", "| stage | commit | started (UTC) | time | disk | load average before → after "
@@ -371,6 +374,32 @@ def report_page(readme: str) -> str:
     return readme[at + 1:]
 
 
+ARCHIVE = "raw.tar.xz"   # docs/reference/'s lossless copy of the run's results, from which restore() makes the run again
+NATIVE_PROFILES = (".cpuprofile", ".pprof", ".prof")   # the profilers' own outputs: the report reads their folded stacks
+
+
+def archived(rel: str, path: Path) -> bool:
+    """Whether the run's result file `rel` goes into the archive: every file the report or a later stage
+    could read, which is all but a dated twin of a -latest result and a profiler's native output."""
+    return not superseded(path) and not rel.endswith(NATIVE_PROFILES)
+
+
+def archive(out: Path, target: Path) -> None:
+    """The run's results (archived()) as one xz tarball, the same bytes for the same files (sorted, no
+    owners or times), so publishing a run again leaves its hash as it was."""
+    import tarfile
+
+    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+        return info
+
+    with tarfile.open(target, "w:xz", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(out.rglob("*")):
+            rel = path.relative_to(out).as_posix()
+            if path.is_file() and not path.is_symlink() and archived(rel, path):
+                tar.add(path, arcname=rel, filter=plain)
+
+
 REPORT_FREE = {"fuzz"}   # stages whose results the report does not read: they may go on in a restored run
 
 
@@ -378,9 +407,10 @@ def restore(docs: Path = DOCS) -> Path:
     """The run behind the committed docs/reference/ made the run under way again, when its folder
     (results/reference/<run>/, never committed) is gone with the machine it ran on: run.state and
     stages.state from index.json and each stage's compact result (its full record and noise guard),
-    the published files under <run>/restored/. Its raw results are not restored (their long sample lists
-    are compact there), so only a stage the report does not read (REPORT_FREE) may run in it, and
-    publish() keeps the committed report and adds that stage's results."""
+    the published files under <run>/restored/, and its results from raw.tar.xz: the run goes on whole.
+    A reference published before the archive existed has only its compact results (long sample lists
+    cut to quantiles), so only a stage the report does not read (REPORT_FREE) may be added to it, and
+    publish() keeps its report and adds that stage's results."""
     index = results.validate(docs / "index.json")
     context = index["context"]
     host = {k: v for k, v in context.items() if k != "run"}
@@ -390,6 +420,13 @@ def restore(docs: Path = DOCS) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(folder / "restored", ignore_errors=True)
     shutil.copytree(docs, folder / "restored")
+    lossless = (docs / ARCHIVE).exists()
+    if lossless:   # the run's results as they were: the run goes on whole, and its report is written again
+        import tarfile
+
+        with tarfile.open(docs / ARCHIVE) as tar:   # plain files under the folder only (Python 3.11.2: no filter=)
+            tar.extractall(folder / "results", members=[m for m in tar.getmembers() if m.isfile() and not
+                                                        m.name.startswith("/") and ".." not in Path(m.name).parts])
     stages = {}
     for name, s in index["stages"].items():
         sampled = context["run"]["stages"].get(name, {})
@@ -406,8 +443,11 @@ def restore(docs: Path = DOCS) -> Path:
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     run = {"id": index["run_id"], "scale": index["scale"], "commit": context["run"]["commit"],
            "started": context["run"]["started"], "host": host,
-           "restored": {"date": now, "stages": list(stages), "raw": index["raw"], "report_commit": context["commit"],
-                        "note": f"restored from docs/reference/ on {now}: the stages {', '.join(stages)} are as "
+           "restored": {"date": now, "stages": [] if lossless else list(stages), "raw": index["raw"],
+                        "report_commit": context["commit"],
+                        "note": f"restored from docs/reference/{ARCHIVE} on {now}: every stage's results as they "
+                                "were" if lossless else
+                                f"restored from docs/reference/ on {now}: the stages {', '.join(stages)} are as "
                                 "first published (raw results lost with the machine); later stages added"}}
     (folder / "run.state").write_text(json.dumps(run, indent=1) + "\n")
     (folder / "stages.state").write_text(json.dumps(stages, indent=1) + "\n")
@@ -481,10 +521,12 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
                       {"run_id": run["id"], "stage": {k: v for k, v in record.items() if k != "noise"} if record
                        else None, "noise": record["noise"] if record else None, "results": files},
                       staging / "results", stamped=False)
+    if not kept:   # a run restored without its raw results has none to keep
+        archive(out, staging / ARCHIVE)
     files = {p.relative_to(staging).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)}
              for p in sorted(staging.rglob("*")) if p.is_file()}
     big = [f"{name} ({f['bytes'] / 1e6:.1f} MB)" for name, f in files.items() if f["bytes"] > COMPACT_LIMIT]
-    before = run.get("restored", {}).get("raw", {"bytes": 0, "files": 0, "largest": {}})  # the kept stages'
+    before = run["restored"]["raw"] if kept else {"bytes": 0, "files": 0, "largest": {}}  # the kept stages'
     index = {"run_id": run["id"], "scale": run["scale"],
              "stages": {name: {k: s[k] for k in ("started", "seconds", "disk_bytes", "ok", "commit", "commands")}
                         | {"noise_flagged": s["noise"]["flagged"], "noise_reasons": s["noise"]["reasons"]}
@@ -492,7 +534,7 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
              "raw": {"bytes": before["bytes"] + sum(raw.values()), "files": before["files"] + len(raw),
                      "folder": relative(folder), "largest": dict(
                          sorted({**before["largest"], **raw}.items(), key=lambda kv: -kv[1])[:10])},
-             "files": files, "large": big} | ({"restored": run["restored"]["note"]} if kept else {})
+             "files": files, "large": big} | ({"restored": run["restored"]["note"]} if "restored" in run else {})
     results.write("reference-index", "index", context, index, staging, stamped=False)
     shutil.rmtree(docs, ignore_errors=True)
     shutil.copytree(staging, docs)
@@ -662,7 +704,8 @@ def main(argv: list[str] | None = None) -> int:
             and not (RUNS / json.loads((DOCS / "index.json").read_text())["run_id"] / "run.state").exists():
         folder = restore(DOCS)
         print(f"reference: no run under way here; went on from the committed reference: {relative(folder)} "
-              "restored from docs/reference/ (its stages' records, not their raw results)", flush=True)
+              "restored from docs/reference/" + (f" with its results ({ARCHIVE})" if (folder / "results").exists()
+                                              else " (its stages' records; no raw results kept there)"), flush=True)
     if folder is not None:
         run = json.loads((folder / "run.state").read_text())
         if args.go_on and git_commit().endswith("-dirty"):
@@ -677,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
     stages_path = folder / "stages.state"
     ended = json.loads(stages_path.read_text())
     todo = [s for s in STAGES if (s.name in chosen if chosen else not ended.get(s.name, {}).get("ok"))]
-    if run.get("restored"):
+    if run.get("restored", {}).get("stages"):
         refused = [s.name for s in todo if s.name not in REPORT_FREE | {"report"}]
         if refused:
             parser.error(f"the run {run['id']} went on from docs/reference/ without its raw results, which the report "

@@ -263,12 +263,14 @@ def test_a_finding_names_the_fastest_and_slowest_with_their_intervals_and_the_gr
 
 
 def test_a_run_whose_folder_was_lost_goes_on_from_the_committed_reference(run_folder, tmp_path, monkeypatch):
-    """The run folder is gone with its machine: --go-on restores the run from docs/reference/ (each stage's
+    """The run folder is gone with its machine and docs/reference/ has no archive of its results: --go-on
+    restores the run from it (each stage's
     record, noise guard and commit), runs a stage the report does not read (fuzz), and publishing keeps the
     committed report, figures and compact results byte for byte while adding the stage and its tallies;
     a stage the report reads is refused, since the raw results it would be reported with are gone."""
     docs = tmp_path / "docs-reference"
     reference.publish(run_folder, docs)
+    (docs / reference.ARCHIVE).unlink()   # as the 2026-12-03 reference, published before the archive was
     shutil.rmtree(run_folder)
     runs = tmp_path / "runs"
     monkeypatch.setattr(reference, "RUNS", runs)
@@ -305,3 +307,34 @@ def test_a_run_whose_folder_was_lost_goes_on_from_the_committed_reference(run_fo
     assert index["raw"]["files"] == results.validate(docs / "index.json")["raw"]["files"] + 1
     fuzz = results.validate(again / "results" / "fuzz.json")
     assert list(fuzz["results"]) == ["fuzz/latest.json"]
+
+
+def test_a_published_run_is_made_again_whole_from_its_archive(run_folder, tmp_path, monkeypatch):
+    """raw.tar.xz: the run's results losslessly (the 500 samples, not their quantiles; no dated twin, no
+    profiler's native file); with the run's folder gone, --go-on makes it again from docs/reference/ and
+    any stage may go on, its report written again from the same results."""
+    (run_folder / "results" / "profiles" / "x").mkdir(parents=True)
+    (run_folder / "results" / "profiles" / "x" / "v8.cpuprofile").write_text("{}")
+    (run_folder / "results" / "profiles" / "x" / "stacks.collapsed").write_text("a;b 3\n")
+    docs = tmp_path / "docs-reference"
+    reference.publish(run_folder, docs)
+    kept = {p.relative_to(run_folder / "results").as_posix(): p.read_bytes()
+            for p in (run_folder / "results").rglob("*") if p.is_file()}
+    shutil.rmtree(run_folder)
+    monkeypatch.setattr(reference, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(reference, "DOCS", docs)
+    monkeypatch.setattr(reference, "git_commit", lambda: "c" * 40)
+    folder = reference.restore(docs)
+    again = {p.relative_to(folder / "results").as_posix(): p.read_bytes()
+             for p in (folder / "results").rglob("*") if p.is_file()}
+    assert again == {k: v for k, v in kept.items()
+                     if not k.endswith(".cpuprofile") and not reference.STAMPED.match(k.rpartition("/")[2])}
+    assert "cpus-latest.json" in again and "load/fernando-latest.json" in again
+    assert not json.loads((folder / "run.state").read_text())["restored"]["stages"]   # nothing kept aside
+    republished = tmp_path / "again"
+    reference.publish(folder, republished)
+    assert reference.check(republished) == []
+    assert (republished / reference.ARCHIVE).read_bytes() == (docs / reference.ARCHIVE).read_bytes()
+    assert "made again from `docs/reference/raw.tar.xz`" in (republished / "README.md").read_text()
+    other = results.validate(republished / "results" / "other.json")
+    assert other["results"]["cpus-latest.json"]["samples_us"]["samples"] == 500
