@@ -328,8 +328,9 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
                 f"than a working session); `git diff --stat {commits[0][:12]} {commits[-1][:12]}` shows what "
                 "changed between the first and the last. " if len(commits) > 1 else "")
              + (f"The run's raw results were lost with its machine after stages {', '.join(kept)} ended; it went on "
-                f"from the reference they had published (`--go-on`, {restored['date'][:16]} UTC): the report below is "
-                f"that reference's, written at commit `{restored['report_commit'][:12]}` and kept as it was, and the stages added since ("
+                f"from the reference they had published (`--go-on`, {restored['date'][:16]} UTC): the report below "
+                f"is that reference's, written at commit `{restored['report_commit'][:12]}` and kept as it was, and "
+                "the stages added since ("
                 f"{', '.join(n for n in stages if n not in kept) or 'none yet'}) are in the table, the lines after it "
                 "and `results/`. " if kept else "")
              + (f"Its folder was lost with the machine it ran on and made again from `docs/reference/{ARCHIVE}` "
@@ -374,8 +375,8 @@ def report_page(readme: str) -> str:
     return readme[at + 1:]
 
 
-ARCHIVE = "raw.tar.xz"   # docs/reference/'s lossless copy of the run's results, from which restore() makes the run again
-NATIVE_PROFILES = (".cpuprofile", ".pprof", ".prof")   # the profilers' own outputs: the report reads their folded stacks
+ARCHIVE = "raw.tar.xz"   # docs/reference/'s lossless copy of the run's results: restore() makes the run from it
+NATIVE_PROFILES = (".cpuprofile", ".pprof", ".prof")   # the profilers' own files: the report reads folded stacks
 
 
 def archived(rel: str, path: Path) -> bool:
