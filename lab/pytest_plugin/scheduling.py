@@ -33,7 +33,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # longer reads.)
 ONE_WORKER = {
     "host": ("test_docker_mode.py", "test_dockerd.py", "test_capture_engine.py", "test_wire_capture.py",
-             "test_faults.py", "test_netpath.py"),
+             "test_faults.py", "test_netpath.py", "test_axes_instruments.py"),
     "profiling": ("test_profiling.py",),  # one profiling run (a module fixture) for all its tests
     "tls": ("test_tls.py",),  # one lab of TLS subjects (a module fixture) for all its tests
     "http2": ("test_http2.py",),  # one lab of HTTP/2 subjects (a module fixture) for all its tests
