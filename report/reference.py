@@ -360,8 +360,13 @@ def fuzz_header(out: Path) -> list[str]:
     if not path.exists():
         return []
     tally = lines(path)
-    return [f"**Fuzzing** (`{relative(path)}` of the run, as `python -m fuzz.summary` prints it):", "", "```",
-            *tally, "```", ""]
+    made: dict[str, list[str]] = {}   # commit -> the implementations tallied at it (a part fuzzed again later)
+    for t in results.read(path, "fuzz")["tallies"]:
+        made.setdefault(str(t.get("commit", "?"))[:12], []).append(t["implementation"])
+    at = "; ".join(f"`{c}`: {len(names)} implementation{'s' if len(names) > 1 else ''}"
+                   + (f" ({', '.join(names)})" if len(names) <= 3 else "") for c, names in made.items())
+    return [f"**Fuzzing** (`{path.relative_to(out).as_posix()}` of the run, as `python -m fuzz.summary` prints it; "
+            f"tallied at {at}):", "", "```", *tally, "```", ""]
 
 
 PAGE_TITLE = "# protolab report"   # report/page.py's first heading: where the report below the header begins
