@@ -14,6 +14,24 @@ from services.common.store import Store
 
 SEEDED = 100
 
+# What settings.measuring() sets in os.environ when a test runs an instrument in its own process: put
+# back after each test, so a later test on the same worker gets the tests' database settings (a fsync
+# at every commit: test_faults' kill -9 test lost writes after one that ran the load sweep).
+MEASURING_ENV = ("LAB_DB_SYNC_ON_COMMIT",)
+
+
+@pytest.fixture(autouse=True)
+def _measuring_settings_stay_in_their_test() -> Iterator[None]:
+    import os
+
+    before = {name: os.environ.get(name) for name in MEASURING_ENV}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
 
 def _stored(store: Store) -> str:
     """A hash of every stored document's BSON as the database holds it, in _id order

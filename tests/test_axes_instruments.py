@@ -113,8 +113,11 @@ def test_load_takes_paths_by_their_names_and_refuses_what_is_not_one(capsys):
     assert "not a network path" in capsys.readouterr().err
 
 
-def test_load_refuses_netns_workers_with_a_path_before_starting_anything():
+def test_load_refuses_netns_workers_with_a_path_before_starting_anything(monkeypatch):
     from load import sweep
+    # run() sets the measurement's settings in os.environ first: kept out of this worker's later tests
+    # (a database without a fsync at commit failed test_faults' kill -9 test after it on the host worker)
+    monkeypatch.setattr(sweep.settings, "measuring", lambda: None)
     args = load_parser().parse_args(["--netns", "--path", "rtt20ms"])
     with pytest.raises(SystemExit, match="--netns and --path"):
         sweep.run(args)
