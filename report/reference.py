@@ -269,14 +269,18 @@ def run_stage(stage: Stage, folder: Path, scale: str) -> dict[str, Any]:
     return record
 
 
+def fuzz_tallies(out: Path, shorter: bool = True) -> Path | None:
+    """The run's fuzz tallies: make fuzz's latest.json, else (shorter) make test's latest-test.json."""
+    names = ("latest.json", "latest-test.json") if shorter else ("latest.json",)
+    return next((out / "fuzz" / n for n in names if (out / "fuzz" / n).exists()), None)
+
+
 def fuzz_lines(out: Path) -> list[str]:
     """Per implementation: cases, failures, server errors and time (fuzz/summary.py)."""
     from fuzz.summary import lines
 
-    path = out / "fuzz" / "latest.json"
-    if not path.exists():
-        path = out / "fuzz" / "latest-test.json"
-    return lines(path) if path.exists() else ["no fuzz tallies written"]
+    path = fuzz_tallies(out)
+    return lines(path) if path else ["no fuzz tallies written"]
 
 
 # --- docs/reference/ --------------------------------------------------------------------------------
@@ -354,19 +358,16 @@ def run_header(run: dict[str, Any], stages: dict[str, Any]) -> list[str]:
 
 def fuzz_header(out: Path) -> list[str]:
     """The fuzz stage's tallies (fuzz/summary.py) under the stage table, when the run fuzzed."""
-    from fuzz.summary import lines
-
-    path = out / "fuzz" / "latest.json"
-    if not path.exists():
+    path = fuzz_tallies(out, shorter=False)
+    if path is None:
         return []
-    tally = lines(path)
     made: dict[str, list[str]] = {}   # commit -> the implementations tallied at it (a part fuzzed again later)
     for t in results.read(path, "fuzz")["tallies"]:
         made.setdefault(str(t.get("commit", "?"))[:12], []).append(t["implementation"])
     at = "; ".join(f"`{c}`: {len(names)} implementation{'s' if len(names) > 1 else ''}"
                    + (f" ({', '.join(names)})" if len(names) <= 3 else "") for c, names in made.items())
     return [f"**Fuzzing** (`{path.relative_to(out).as_posix()}` of the run, as `python -m fuzz.summary` prints it; "
-            f"tallied at {at}):", "", "```", *tally, "```", ""]
+            f"tallied at {at}):", "", "```", *fuzz_lines(out), "```", ""]
 
 
 PAGE_TITLE = "# protolab report"   # report/page.py's first heading: where the report below the header begins
