@@ -149,7 +149,8 @@ clean:
 # quiet hour). Resumable: a run lives in results/reference/<run>/, a stage that ended is not run again;
 # STAGES=capture,report runs those again; REFERENCE_SCALE=smoke: every stage in minutes (a check, not a
 # reference); GO_ON=1 goes on with the run under way at a later commit (each stage names its own),
-# or, its folder lost with its machine, from the committed docs/reference/ (stages the report does not read).
+# or, its folder lost with its machine, from docs/reference-under-way.tar.xz (python -m report.reference --keep
+# wrote it between two sessions) or else from the committed docs/reference/.
 # python -m report.reference --list: the stages, commands and expected cost.
 STAGES ?=
 REFERENCE_SCALE ?= full

@@ -391,9 +391,9 @@ def archived(rel: str, path: Path) -> bool:
     return not superseded(path) and not rel.endswith(NATIVE_PROFILES)
 
 
-def archive(out: Path, target: Path) -> None:
-    """The run's results (archived()) as one xz tarball, the same bytes for the same files (sorted, no
-    owners or times), so publishing a run again leaves its hash as it was."""
+def archive(out: Path, target: Path, keep: Callable[[str, Path], bool] = archived) -> None:
+    """The files under `out` that `keep` takes (the run's results: archived()) as one xz tarball, the same
+    bytes for the same files (sorted, no owners or times), so archiving a run again leaves its hash as it was."""
     import tarfile
 
     def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -403,14 +403,57 @@ def archive(out: Path, target: Path) -> None:
     with tarfile.open(target, "w:xz", format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(out.rglob("*")):
             rel = path.relative_to(out).as_posix()
-            if path.is_file() and not path.is_symlink() and archived(rel, path):
+            if path.is_file() and not path.is_symlink() and keep(rel, path):
                 tar.add(path, arcname=rel, filter=plain)
+
+
+def unpack(source: Path, target: Path) -> None:
+    """An archive() tarball's plain files under `target` only (Python 3.11.2's extractall has no filter=)."""
+    import tarfile
+
+    with tarfile.open(source) as tar:
+        tar.extractall(target, members=[m for m in tar.getmembers() if m.isfile() and not m.name.startswith("/")
+                                        and ".." not in Path(m.name).parts])
+
+
+# The run under way between two sessions: a full run is longer than one, and the published reference stays
+# whole until the run ends. `--keep` writes the run's folder here (its states and results, archived()); with
+# no run folder on the machine, GO_ON=1 takes it up again. Publishing the run into docs/reference/ removes it.
+UNDER_WAY = settings.ROOT / "docs" / "reference-under-way.tar.xz"
+REMADE = ("publish/", "report/")   # what a run's folder holds that publishing writes again
+
+
+def keep_under_way(folder: Path, target: Path | None = None) -> Path:
+    """The run in `folder` as one archive (target, default UNDER_WAY): run.state, stages.state, the kept
+    reference a restored run started from (restored/) and its results (archived())."""
+    target = target or UNDER_WAY
+    target.parent.mkdir(parents=True, exist_ok=True)
+    archive(folder, target, lambda rel, path: not rel.startswith(REMADE) and (
+        not rel.startswith("results/") or archived(rel.removeprefix("results/"), path)))
+    return target
+
+
+def take_up(source: Path | None = None) -> Path:
+    """The run kept by keep_under_way() made the run under way here again (results/reference/<run>/)."""
+    source = source or UNDER_WAY
+    staging = RUNS / ".taking-up"
+    shutil.rmtree(staging, ignore_errors=True)
+    unpack(source, staging)
+    run = json.loads((staging / "run.state").read_text())
+    folder = RUNS / run["id"]
+    if (folder / "run.state").exists():
+        shutil.rmtree(staging)
+        raise FileExistsError(f"{relative(folder)}: the run's folder is here; nothing to take up")
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    (RUNS / "current").write_text(run["id"] + "\n")
+    return folder
 
 
 REPORT_FREE = {"fuzz"}   # stages whose results the report does not read: they may go on in a restored run
 
 
-def restore(docs: Path = DOCS) -> Path:
+def restore(docs: Path | None = None) -> Path:
     """The run behind the committed docs/reference/ made the run under way again, when its folder
     (results/reference/<run>/, never committed) is gone with the machine it ran on: run.state and
     stages.state from index.json and each stage's compact result (its full record and noise guard),
@@ -418,6 +461,7 @@ def restore(docs: Path = DOCS) -> Path:
     A reference published before the archive existed has only its compact results (long sample lists
     cut to quantiles), so only a stage the report does not read (REPORT_FREE) may be added to it, and
     publish() keeps its report and adds that stage's results."""
+    docs = docs or DOCS   # read at the call: a test points DOCS elsewhere
     index = results.validate(docs / "index.json")
     context = index["context"]
     host = {k: v for k, v in context.items() if k != "run"}
@@ -429,11 +473,7 @@ def restore(docs: Path = DOCS) -> Path:
     shutil.copytree(docs, folder / "restored")
     lossless = (docs / ARCHIVE).exists()
     if lossless:   # the run's results as they were: the run goes on whole, and its report is written again
-        import tarfile
-
-        with tarfile.open(docs / ARCHIVE) as tar:   # plain files under the folder only (Python 3.11.2: no filter=)
-            tar.extractall(folder / "results", members=[m for m in tar.getmembers() if m.isfile() and not
-                                                        m.name.startswith("/") and ".." not in Path(m.name).parts])
+        unpack(docs / ARCHIVE, folder / "results")
     stages = {}
     for name, s in index["stages"].items():
         sampled = context["run"]["stages"].get(name, {})
@@ -472,10 +512,11 @@ def superseded(path: Path) -> bool:
     return bool(found) and (path.parent / f"{found['name']}-latest.json").is_file()
 
 
-def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
+def publish(folder: Path, docs: Path | None = None) -> list[Path]:
     """docs/reference/ from the run in `folder`, written anew (nothing of an earlier run kept). A run restored
     from the committed reference (restore()) keeps that reference's report, figures, findings and compact
     results of the stages it held, and adds the stages run since."""
+    docs = docs or DOCS
     from lab.registry import discover
     from report.__main__ import write as write_report
 
@@ -547,6 +588,14 @@ def publish(folder: Path, docs: Path = DOCS) -> list[Path]:
     shutil.copytree(staging, docs)
     if docs == DOCS:
         sync_readme(docs)
+    under_way = UNDER_WAY if docs == DOCS else docs.with_name(UNDER_WAY.name)
+    if under_way.exists():   # this run, published, is in raw.tar.xz now; another's kept run is left
+        import tarfile
+
+        with tarfile.open(under_way) as tar:
+            kept_run = json.loads(tar.extractfile("run.state").read())["id"]
+        if kept_run == run["id"]:
+            under_way.unlink()
     committed = disk_bytes(docs)
     print(f"reference: {relative(docs)}/ written: {len(files) + 1} files, {committed / 1e6:.2f} MB "
           f"(the run's raw results: {index['raw']['bytes'] / 1e6:.0f} MB in {index['raw']['files']} files, "
@@ -570,8 +619,9 @@ def findings_block(run: dict[str, Any], stages: dict[str, Any], out: Path, stagi
     return findings.block(line, findings.headline(load_inputs(out)), figure)
 
 
-def sync_readme(docs: Path = DOCS, readme: Path = README) -> bool:
+def sync_readme(docs: Path | None = None, readme: Path | None = None) -> bool:
     """README.md's findings block made docs/reference/readme-findings.txt; whether it changed."""
+    docs, readme = docs or DOCS, readme or README   # read at the call: a test points them elsewhere
     source = docs / findings.FILE
     if not source.exists() or not readme.exists():
         return False
@@ -604,10 +654,11 @@ def stage_of(rel: str) -> str:
     return FOLDERS.get(top, "other")
 
 
-def check(docs: Path = DOCS, readme: Path | None = None) -> list[str]:
+def check(docs: Path | None = None, readme: Path | None = None) -> list[str]:
     """What is wrong with docs/reference/: a file not listed in index.json or not as listed there (edited by
     hand), a listed one missing, a result that does not validate or is of another run. [] when it is
     absent (no reference run committed yet) or as `make reference` wrote it."""
+    docs = docs or DOCS
     if not docs.exists():
         return []
     index_path = docs / "index.json"
@@ -644,8 +695,9 @@ def check(docs: Path = DOCS, readme: Path | None = None) -> list[str]:
     return problems + (readme_problems(docs, readme) if readme else [])
 
 
-def readme_problems(docs: Path = DOCS, readme: Path = README) -> list[str]:
+def readme_problems(docs: Path | None = None, readme: Path | None = None) -> list[str]:
     """README.md's findings block is docs/reference/readme-findings.txt, as make reference copied it."""
+    docs, readme = docs or DOCS, readme or README
     source = docs / findings.FILE
     if not source.exists():
         return []
@@ -678,6 +730,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--publish", type=Path, metavar="RUN",
                         help="write docs/reference/ again from the ended run in folder RUN with this commit's report "
                              "code (the run's commit stays named; the report's beside it); run nothing")
+    parser.add_argument("--keep", action="store_true",
+                        help=f"write the run under way to {relative(UNDER_WAY)} (commit it): with its folder lost, "
+                             "GO_ON=1 takes it up again; the published reference stays as it is; run nothing")
     parser.add_argument("--sync-readme", action="store_true",
                         help="copy docs/reference/readme-findings.txt into README.md's findings block; run nothing")
     args = parser.parse_args(argv)
@@ -689,6 +744,16 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.publish / "run.state").exists():
             parser.error(f"{args.publish}: no run.state, so not a make reference run")
         publish(args.publish)
+        return 0
+    if args.keep:
+        folder = current_run()
+        if folder is None:
+            parser.error("--keep: no run under way here (results/reference/current)")
+        stages = json.loads((folder / "stages.state").read_text())
+        target = keep_under_way(folder)
+        print(f"reference: run {folder.name} ({len(stages)} of {len(STAGES)} stages ended: {', '.join(stages)}) "
+              f"kept in {relative(target)}, {target.stat().st_size / 1e6:.2f} MB; commit it, and GO_ON=1 goes on "
+              "with it where its folder is lost")
         return 0
     if args.check:
         problems = check()
@@ -707,6 +772,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown stage(s) {', '.join(unknown)}; the stages: {', '.join(BY_NAME)}")
     folder = None if args.new else current_run()
+    if folder is None and args.go_on and not args.new and UNDER_WAY.exists():
+        folder = take_up()
+        print(f"reference: no run under way here; took up {relative(folder)} from {relative(UNDER_WAY)}", flush=True)
     if folder is None and args.go_on and not args.new and (DOCS / "index.json").exists() \
             and not (RUNS / json.loads((DOCS / "index.json").read_text())["run_id"] / "run.state").exists():
         folder = restore(DOCS)

@@ -338,3 +338,46 @@ def test_a_published_run_is_made_again_whole_from_its_archive(run_folder, tmp_pa
     assert "made again from `docs/reference/raw.tar.xz`" in (republished / "README.md").read_text()
     other = results.validate(republished / "results" / "other.json")
     assert other["results"]["cpus-latest.json"]["samples_us"]["samples"] == 500
+
+
+def test_a_run_under_way_kept_between_sessions_is_taken_up_whole_and_leaves_when_published(run_folder, tmp_path,
+                                                                                           monkeypatch):
+    """A full run is longer than a session: --keep writes the run under way (its states and results) to one
+    archive beside docs/reference/, which stays as it was; with the run's folder lost, --go-on takes the run
+    up from it byte for byte and goes on (here with the report stage, which runs no instrument); publishing
+    the run removes the kept archive."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    run_id = json.loads((run_folder / "run.state").read_text())["id"]
+    folder = run_folder.rename(runs / run_id)
+    (runs / "current").write_text(run_id + "\n")
+    (folder / "report").mkdir()
+    (folder / "report" / "report.md").write_text("written again by publishing: not kept\n")
+    docs = tmp_path / "docs" / "reference"
+    monkeypatch.setattr(reference, "RUNS", runs)
+    monkeypatch.setattr(reference, "DOCS", docs)
+    monkeypatch.setattr(reference, "UNDER_WAY", tmp_path / "docs" / "reference-under-way.tar.xz")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# lab\n\n{reference.findings.FINDINGS_START}\n{reference.findings.FINDINGS_END}\n")
+    monkeypatch.setattr(reference, "README", readme)
+    monkeypatch.setattr(reference, "git_commit", lambda: "c" * 40)
+    assert reference.main(["--keep"]) == 0
+    kept = reference.UNDER_WAY.read_bytes()
+    assert reference.main(["--keep"]) == 0 and reference.UNDER_WAY.read_bytes() == kept   # the same bytes again
+    assert not docs.exists()   # the published reference is not touched
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    shutil.rmtree(runs)
+    again = reference.take_up()
+    assert again == folder and reference.current_run() == folder
+    assert {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == \
+        {k: v for k, v in files.items()   # less what publishing writes again and a result's dated twin
+         if not k.startswith("report/") and not reference.STAMPED.match(k.rpartition("/")[2])}
+    with pytest.raises(FileExistsError):
+        reference.take_up()
+    shutil.rmtree(runs)
+    assert reference.main(["--go-on", "--scale", "smoke", "--stages", "report"]) == 0
+    stages = json.loads((folder / "stages.state").read_text())
+    assert list(stages) == ["studies", "report"] and stages["studies"]["seconds"] == 12.5
+    assert reference.check(docs) == [] and run_id in (docs / "README.md").read_text().splitlines()[0]
+    assert not reference.UNDER_WAY.exists()
+    assert run_id in readme.read_text()   # the findings of the run published
