@@ -122,8 +122,6 @@ def test_report_renders_one_flame_graph_per_profile(profiled, tmp_path):
     from report.__main__ import write
 
     browser = _chromium()
-    if browser is None:
-        pytest.skip("no chromium, and not root to install it with apt (apt-get install chromium)")
     out, by_language = profiled
     results = tmp_path / "results"
     shutil.copytree(out, results / "profiles")

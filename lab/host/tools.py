@@ -92,7 +92,9 @@ def apt_tool(binary: str, package: str, debconf: bytes = b"") -> str:
                        input=debconf)
     # A failing mirror in `update` need not stop the install; its result decides.
     subprocess.run(["apt-get", "update", "-qq"], check=False, env=env, capture_output=True, timeout=600)
-    done = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", package],
+    # another apt-get (a parallel test worker's, a fresh machine's own) holds dpkg's lock: wait for it
+    done = subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends",
+                           "-o", "DPkg::Lock::Timeout=300", package],
                           check=False, env=env, capture_output=True, text=True, timeout=900)
     path = shutil.which(binary)
     if done.returncode or not path:
