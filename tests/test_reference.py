@@ -25,6 +25,13 @@ def test_what_docs_reference_holds_is_what_make_reference_wrote():
     assert reference.check() == [], reference.check()
 
 
+@pytest.fixture(autouse=True)
+def no_run_kept_under_way(tmp_path, monkeypatch):
+    """The repository's own docs/reference-under-way.tar.xz (a real run between two sessions) is not a
+    test's: with it, --go-on would take that run up and run its stages."""
+    monkeypatch.setattr(reference, "UNDER_WAY", tmp_path / "none-under-way.tar.xz")
+
+
 def snapshot(calibration_us: float, load: float) -> dict:
     return {"time": 0.0, "calibration_us": calibration_us, "calibration_samples": [calibration_us],
             "slow_share": 0.0, "loadavg": [load, load, load], "cpu_ticks": {}}
