@@ -423,10 +423,10 @@ UNDER_WAY = settings.ROOT / "docs" / "reference-under-way.tar.xz"
 REMADE = ("publish/", "report/")   # what a run's folder holds that publishing writes again
 
 
-def keep_under_way(folder: Path, target: Path | None = None) -> Path:
-    """The run in `folder` as one archive (target, default UNDER_WAY): run.state, stages.state, the kept
-    reference a restored run started from (restored/) and its results (archived())."""
-    target = target or UNDER_WAY
+def keep_under_way(folder: Path) -> Path:
+    """The run in `folder` as one archive (UNDER_WAY): run.state, stages.state, the kept reference a
+    restored run started from (restored/) and its results (archived())."""
+    target = UNDER_WAY
     target.parent.mkdir(parents=True, exist_ok=True)
     archive(folder, target, lambda rel, path: not rel.startswith(REMADE) and (
         not rel.startswith("results/") or archived(rel.removeprefix("results/"), path)))
