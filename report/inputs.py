@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clients.protocols import PROTOCOLS, label
 from lab import results
 from lab.settings import MODES, RUN_COMMAND
 from lab.workload import LATENCY
@@ -186,10 +187,20 @@ def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:
     else:
         for problem in inputs.wire.get("problems", []):
             out.append(f"wire capture problem: {problem}")
+        by_design: dict[str, list[str]] = {}   # protocol -> its subjects `make capture` leaves out, and why
         for name in discovered or []:
-            if name not in inputs.wire.get("protocols", {}):
+            if name in inputs.wire.get("protocols", {}):
+                continue
+            protocol = name.split("/")[0]
+            if protocol in PROTOCOLS and PROTOCOLS[protocol].no_capture:
+                by_design.setdefault(protocol, []).append(name)
+            else:
                 out.append(f"wire capture: **{name}** is in the lab now but was not captured; "
                            "rerun `make capture`.")
+        for protocol, names in by_design.items():
+            out.append(f"wire capture: {len(names)} {label(protocol)} subjects ({', '.join(names)}) are left out of "
+                       f"`make capture` by design: {PROTOCOLS[protocol].no_capture}; "
+                       f"`python -m capture --only {names[0]} --name wire-{protocol}` captures one alone.")
     if inputs.wire_netns is None:
         out.append("wire capture at MTU 1,500 (veth namespace): not run — optional, "
                    "`make capture NETNS=1`.")

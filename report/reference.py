@@ -644,7 +644,7 @@ def run_context(run: dict[str, Any], stages: dict[str, Any]) -> dict[str, Any]:
 
 # Which stage wrote a result, by the folder the instruments write to (results/README.md).
 FOLDERS = {"benchmarks": "latency", "capture": "capture", "sweep": "sweep", "profiles": "profiles",
-           "fuzz": "fuzz"}
+           "fuzz": "fuzz", "setup": "studies"}   # setup/: the Feathers study's connection-setup rounds
 
 
 def stage_of(rel: str) -> str:

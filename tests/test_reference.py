@@ -154,6 +154,8 @@ def test_a_result_lands_in_the_stage_that_writes_its_folder():
     assert reference.stage_of("load/push-latest.json") == "studies"
     assert reference.stage_of("capture/wire.json") == "capture"
     assert reference.stage_of("fuzz/latest.json") == "fuzz"
+    assert reference.stage_of("setup/connection-setup-latest.json") == "studies"   # Feathers' setup rounds
+    assert reference.stage_of("cpus-latest.json") == "other"
 
 
 def test_the_make_target_passes_stages_and_scale():

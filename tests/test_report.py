@@ -193,6 +193,24 @@ def test_report_names_what_is_missing(tmp_path):
     assert "they disagree" in md and "finds gRPC fastest, the lab (native) WebSockets" in md
 
 
+def test_a_subject_make_capture_leaves_out_by_design_is_named_with_the_reason_and_the_command_that_captures_it():
+    """Connect's subjects share one port, so `make capture` leaves them out (clients/protocols.py no_capture):
+    "rerun `make capture`" would not capture them; the page says why and gives the command that does. A subject
+    captured by default but absent still gets "rerun `make capture`"."""
+    from report.inputs import Inputs, missing
+    connect = [n for n in NAMES if n.startswith("connect/")]
+    others = [n for n in NAMES if not n.startswith("connect/")]
+    assert connect and others
+    wire = {"protocols": {n: n.split("/")[0] for n in others[1:]}}
+    lines = missing(Inputs(Path("."), wire=wire), discovered=NAMES)
+    assert f"wire capture: **{others[0]}** is in the lab now but was not captured; rerun `make capture`." in lines
+    by_design = [line for line in lines if "by design" in line]
+    assert len(by_design) == 1 and f"{len(connect)} Connect subjects" in by_design[0]
+    assert all(n in by_design[0] for n in connect) and "its subjects share one server port" in by_design[0]
+    assert f"`python -m capture --only {connect[0]} --name wire-connect`" in by_design[0]
+    assert not any("connect/" in line and "rerun `make capture`" in line for line in lines)
+
+
 def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
     dropped = NAMES[-1]
     results = make_results(tmp_path / "results", docker=True, drop_in_docker=dropped)
