@@ -77,7 +77,7 @@ def run_context(mode: str, database: Database, implementations: list[Implementat
     """`docker`: the Docker side of a docker-mode run (daemon settings, images);
     by default the running stack's own description (lab.host.compose). `path`: the
     network path the run's clients crossed (a run of several sites says them all)."""
-    if docker is None and mode == "docker":
+    if docker is None and "docker" in mode.split("+"):   # a docker-mode run, or one beside native (native+docker)
         docker = compose.active_description()
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -71,6 +71,25 @@ def _docker_text(ctx: dict[str, Any]) -> str:
             f"database image {docker.get('mongo_image')}, ports on {docker.get('published_on')}")
 
 
+def _warmup_text(ctx: dict[str, Any]) -> str:
+    """The interleaved design's warm-up (benchmarks/interleave.py), or an older run's pytest-benchmark one."""
+    benchmark = ctx.get("settings", {}).get("benchmark", {})
+    design = benchmark.get("design")
+    if not design:
+        return f"{benchmark.get('warmup', '–')}, {benchmark.get('warmup_iterations', '–')} iterations"
+    return (f"{design['warmup']} untimed calls per subject (or its manifest's own count), at most "
+            f"{design['warmup_max_s']:g} s each, then {design['settle_cycles']} untimed cycles")
+
+
+def _design_text(ctx: dict[str, Any]) -> str:
+    benchmark = ctx.get("settings", {}).get("benchmark", {})
+    design = benchmark.get("design")
+    if not design:
+        return f"min rounds {benchmark.get('min_rounds', '–')} / max time {benchmark.get('max_time', '–')} s"
+    return (f"{design['design']}, at most {design['rounds']:,} cycles ({design['baseline']} "
+            f"{design['baseline_rounds']:,}): {design['order']}")
+
+
 def context_section(page: Page, inputs: Inputs, head: str) -> None:
     sources: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
     for mode in MODES:
@@ -94,7 +113,7 @@ def context_section(page: Page, inputs: Inputs, head: str) -> None:
     rows_def: list[tuple[str, Any]] = [
         ("date (UTC)", lambda c, r: c.get("date", "–")),
         ("commit", lambda c, r: f"`{c.get('commit', '?')[:12]}`"
-         + ("" if c.get("commit", "").removesuffix("-dirty") == head.removesuffix("-dirty")
+         + ("" if not head or c.get("commit", "").removesuffix("-dirty") == head.removesuffix("-dirty")
             else f" (work tree now `{head[:12]}`)")),
         ("mode", lambda c, r: c.get("mode", "–")),
         ("machine", lambda c, r: c.get("platform", "–")),
@@ -108,10 +127,8 @@ def context_section(page: Page, inputs: Inputs, head: str) -> None:
         ("Docker", lambda c, r: _docker_text(c)),
         ("rounds per row", lambda c, r: "–" if r is None else
          ", ".join(f"{op} {rounds_text(rows)}" for op, rows in r["results"].items())),
-        ("warm-up", lambda c, r: "–" if r is None else
-         f"{bench(c, 'warmup')}, {bench(c, 'warmup_iterations')} iterations"),
-        ("min rounds / max time", lambda c, r: "–" if r is None else
-         f"{bench(c, 'min_rounds')} / {bench(c, 'max_time')} s"),
+        ("warm-up", lambda c, r: "–" if r is None else _warmup_text(c)),
+        ("design", lambda c, r: "–" if r is None else _design_text(c)),
         ("timer", lambda c, r: "–" if r is None else bench(c, "timer")),
         ("capture link", lambda c, r: "–" if r is not None else
          f"{capture(c, 'link')} (`{capture(c, 'interface')}`)"),
@@ -124,7 +141,7 @@ def context_section(page: Page, inputs: Inputs, head: str) -> None:
     # What differs between the sources, apart from what always does.
     differ = [row[0] for row in table_rows
               if row[0] not in ("date (UTC)", "mode", "Docker", "rounds per row", "capture link",
-                                "capture tool", "warm-up", "min rounds / max time", "timer")
+                                "capture tool", "warm-up", "design", "timer")
               and len({c for c in row[1:] if c != "–"}) > 1]
     if len(sources) > 1:
         page.add(Para("Settings that differ between these sources: " + (", ".join(differ) or "none")

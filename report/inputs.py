@@ -125,8 +125,8 @@ def one_site(run: dict[str, Any], mode: str, key: str) -> dict[str, Any] | None:
                 for op in results}
     described = [s for s in run["context"].get("sites", []) if s.get("suffix") == site.suffix]
     context = {**run["context"], "mode": mode, "one_site_of": f"{key}-latest.json"}
-    if mode == "docker" and described and "docker" not in context:
-        context["docker"] = described[0].get("docker") or described[0]
+    if mode == "docker" and described and "docker" not in context and described[0].get("docker"):
+        context["docker"] = described[0]["docker"]   # else not recorded: the page says so, not "Docker None"
     return {**run, "context": context, "results": results, "rankings": rankings}
 
 

@@ -537,7 +537,8 @@ def publish(folder: Path, docs: Path | None = None) -> list[Path]:
                 shutil.copy(source / name, staging / name)
     else:
         report_dir = folder / "report"
-        write_report(out, report_dir, head=run["commit"],
+        # head "": no "(work tree now …)" beside a result's commit; the stage table names each stage's commit
+        write_report(out, report_dir, head="",
                      discovered=[i.name for i in discover() if i.serves("get")])
         page = (report_dir / "report.md").read_text()
         if (report_dir / "report-figures").exists():
@@ -644,7 +645,7 @@ def run_context(run: dict[str, Any], stages: dict[str, Any]) -> dict[str, Any]:
 
 # Which stage wrote a result, by the folder the instruments write to (results/README.md).
 FOLDERS = {"benchmarks": "latency", "capture": "capture", "sweep": "sweep", "profiles": "profiles",
-           "fuzz": "fuzz", "setup": "studies"}   # setup/: the Feathers study's connection-setup rounds
+           "fuzz": "fuzz", "setup": "studies"}   # setup/: connection-setup rounds, which a study's scenario runs
 
 
 def stage_of(rel: str) -> str:

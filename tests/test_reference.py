@@ -154,7 +154,7 @@ def test_a_result_lands_in_the_stage_that_writes_its_folder():
     assert reference.stage_of("load/push-latest.json") == "studies"
     assert reference.stage_of("capture/wire.json") == "capture"
     assert reference.stage_of("fuzz/latest.json") == "fuzz"
-    assert reference.stage_of("setup/connection-setup-latest.json") == "studies"   # Feathers' setup rounds
+    assert reference.stage_of("setup/connection-setup-latest.json") == "studies"   # a study scenario's setup rounds
     assert reference.stage_of("cpus-latest.json") == "other"
 
 
@@ -181,6 +181,10 @@ def test_a_run_of_native_and_docker_reads_as_a_run_of_each_mode():
     assert set(docker["results"]["insert"]) == {"rest/python_flask", "direct"}
     assert docker["rankings"]["insert"]["order"] == ["direct", "rest/python_flask"]
     assert docker["context"]["mode"] == "docker" and docker["context"]["one_site_of"] == "native+docker-latest.json"
+    assert "docker" not in docker["context"]   # the site says no daemon: not recorded, never the site as "Docker"
+    described = {**run, "context": {**run["context"], "sites": [run["context"]["sites"][0], {
+        **run["context"]["sites"][1], "docker": {"daemon": {"version": "20.10.24"}}}]}}
+    assert one_site(described, "docker", "native+docker")["context"]["docker"]["daemon"]["version"] == "20.10.24"
     native = one_site(run, "native", "native+docker")
     assert set(native["results"]["insert"]) == {"rest/python_flask", "direct"}
     assert one_site(run, "native", "native+native@rtt20ms") is not None

@@ -211,6 +211,39 @@ def test_a_subject_make_capture_leaves_out_by_design_is_named_with_the_reason_an
     assert not any("connect/" in line and "rerun `make capture`" in line for line in lines)
 
 
+def test_a_run_beside_native_records_its_docker_side_and_the_context_reads_the_interleaved_design(monkeypatch):
+    """LAB_MODE=native,docker: the run's context holds the Docker stack's description (before, only a
+    docker-alone run did, and the reference's context table read "Docker None"); the table's warm-up and
+    design rows come from benchmarks/interleave.py's record; head "" (the reference, whose stage table names
+    each stage's commit) adds no "work tree now"."""
+    from lab import context as lab_context
+    from report.build import context_section
+    from report.inputs import Inputs, one_site
+    from report.page import Page, to_markdown
+
+    stack = {"daemon": {"version": "20.10.24", "userland_proxy": False, "storage_driver": "overlay2",
+                        "cgroup_version": "2"}, "images": {"LAB_PYTHON_IMAGE": "python:3.11-slim"},
+             "mongo_image": "protolab/secantusd", "published_on": "127.0.0.1"}
+    monkeypatch.setattr(lab_context.compose, "active_description", lambda: stack)
+    design = {"design": "interleaved", "warmup": 30, "warmup_max_s": 45.0, "settle_cycles": 100, "rounds": 800,
+              "baseline": "direct", "baseline_rounds": 3200, "order": "a fresh random order each cycle"}
+    ctx = run_context("native+docker", _Db(), IMPLS, benchmark={"timer": "time.perf_counter", "design": design})
+    assert ctx["docker"] == stack
+    assert "docker" not in run_context("native", _Db(), IMPLS)
+    ctx["sites"] = [{"mode": "native", "suffix": ""}, {"mode": "docker", "suffix": "@docker"}]
+    row = {"median": 1.0, "rounds": 800}
+    run = {"context": ctx, "results": {"fetch-one": {"direct": row, "direct@docker": row}}}
+    inputs = Inputs(Path("."), runs={m: one_site(run, m, "native+docker") for m in ("native", "docker")})
+    page = Page("context")
+    context_section(page, inputs, head="")
+    md = to_markdown(page, None, "f")
+    assert "Docker 20.10.24, userland proxy off, overlay2, cgroup v2, images python:3.11-slim (python)" in md
+    assert "Docker None" not in md and "work tree now" not in md
+    assert "30 untimed calls per subject (or its manifest's own count), at most 45 s each, then 100 untimed " \
+           "cycles" in md
+    assert "interleaved, at most 800 cycles (direct 3,200): a fresh random order each cycle" in md
+
+
 def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
     dropped = NAMES[-1]
     results = make_results(tmp_path / "results", docker=True, drop_in_docker=dropped)
