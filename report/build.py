@@ -87,7 +87,8 @@ def _design_text(ctx: dict[str, Any]) -> str:
     if not design:
         return f"min rounds {benchmark.get('min_rounds', '–')} / max time {benchmark.get('max_time', '–')} s"
     return (f"{design['design']}, at most {design['rounds']:,} cycles ({design['baseline']} "
-            f"{design['baseline_rounds']:,}): {design['order']}")
+            f"{design['baseline_rounds']:,}): "
+            + design["order"].replace("baseline_visits", str(design.get("baseline_visits", "baseline_visits"))))
 
 
 def context_section(page: Page, inputs: Inputs, head: str) -> None:

@@ -226,7 +226,8 @@ def test_a_run_beside_native_records_its_docker_side_and_the_context_reads_the_i
              "mongo_image": "protolab/secantusd", "published_on": "127.0.0.1"}
     monkeypatch.setattr(lab_context.compose, "active_description", lambda: stack)
     design = {"design": "interleaved", "warmup": 30, "warmup_max_s": 45.0, "settle_cycles": 100, "rounds": 800,
-              "baseline": "direct", "baseline_rounds": 3200, "order": "a fresh random order each cycle"}
+              "baseline": "direct", "baseline_rounds": 3200, "baseline_visits": 4,
+              "order": "the baseline baseline_visits times, in a fresh random order each cycle"}
     ctx = run_context("native+docker", _Db(), IMPLS, benchmark={"timer": "time.perf_counter", "design": design})
     assert ctx["docker"] == stack
     assert "docker" not in run_context("native", _Db(), IMPLS)
@@ -241,7 +242,8 @@ def test_a_run_beside_native_records_its_docker_side_and_the_context_reads_the_i
     assert "Docker None" not in md and "work tree now" not in md
     assert "30 untimed calls per subject (or its manifest's own count), at most 45 s each, then 100 untimed " \
            "cycles" in md
-    assert "interleaved, at most 800 cycles (direct 3,200): a fresh random order each cycle" in md
+    assert "interleaved, at most 800 cycles (direct 3,200): the baseline 4 times, in a fresh random order each " \
+           "cycle" in md
 
 
 def test_report_with_both_modes_and_a_failed_implementation(tmp_path):
