@@ -556,6 +556,8 @@ def relation_holds(relation: str, f: Figure) -> bool:
 def relation_text(a: str, b: str, relation: str, f: Figure) -> str:
     """What the lab's interval says about a ÷ b when the claim's relation does not hold."""
     ratio = f"{a} ÷ {b} {num(f.value)}" + ("" if f.low == f.high else f" ({num(f.low)}–{num(f.high)})")
+    if relation == "~" and f.low == f.high:   # one run: no interval that could hold 1, so any difference counts
+        return f"one run, no interval to call them alike: {a} ÷ {b} {f.value:.3f}"
     if relation == "~":
         return f"the lab tells them apart: {ratio}"
     if f.low <= 1 <= f.high:

@@ -183,6 +183,18 @@ def test_an_order_follows_the_ranking_rule(tmp_path, ci, relation, verdict, why)
     assert "99 % bootstrap CI" in found.lab_figure and "benchmarks/native-latest.json" in found.lab_figure
 
 
+def test_alike_judged_on_one_run_says_it_has_no_interval_and_shows_the_ratio_to_three_places():
+    """A one-run figure (Timeplus' push rows) has no interval that could hold 1: 'about the same' differs by
+    the rule, and the reason says why with the digits that differ, not "tells them apart: … 1"."""
+    one_run = claims.Figure.point(1.0042, "", "one run (no interval)")
+    assert not claims.relation_holds("~", one_run)
+    assert claims.relation_text("SSE", "WebSocket", "~", one_run) == \
+        "one run, no interval to call them alike: SSE ÷ WebSocket 1.004"
+    interval = claims.Figure(0.6, 0.55, 0.65, "", "99 % bootstrap CI")
+    assert claims.relation_text("gRPC", "REST", "~", interval) == \
+        "the lab tells them apart: gRPC ÷ REST 0.6 (0.55–0.65)"
+
+
 def test_an_order_reads_a_pair_stored_the_other_way_round_and_needs_every_pair(tmp_path):
     latency_run(tmp_path, (1.5, 1.9), stored=("rest/python_flask", "grpc/python_grpcio"))  # REST ÷ gRPC
     assert claims.judge("S", order_claim("<"), tmp_path).verdict == "agrees"   # gRPC ÷ REST 0.53–0.67
