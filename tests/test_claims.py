@@ -303,7 +303,7 @@ def test_a_push_row_whose_client_was_the_bottleneck_is_invalid(tmp_path):
     (tmp_path / "load").mkdir()
     (tmp_path / "load" / "push-latest.json").write_text(json.dumps(data))
     found = claims.judge("S", claim, tmp_path)
-    assert found.verdict == "differs" and "one run (no interval)" in found.lab_figure
+    assert found.verdict == "differs" and "one run, ± its counting resolution" in found.lab_figure
     row["client_bound"] = True
     (tmp_path / "load" / "push-latest.json").write_text(json.dumps(data))
     found = claims.judge("S", claim, tmp_path)
@@ -407,6 +407,33 @@ def test_the_setup_instrument_reads_the_paths_median_and_its_interval(tmp_path):
     other = setup_claim(190)
     other["lab"]["path"] = "rtt20ms"
     assert "python -m benchmarks.connection_setup --paths rtt20ms" in claims.judge("S", other, tmp_path).reason
+
+
+def test_push_rates_carry_their_counting_resolution_so_two_ways_that_both_keep_up_are_alike(tmp_path):
+    """A push rate is a count over a window: one message per receiving client may fall either side of each edge,
+    ± 2 × 30 × 50 / 2 s = 1,500 events/s here. SSE and WebSocket both delivering the offered 1,500,000 events/s
+    (1,501,250 and 1,500,525, the reference run's rows) are alike; 1,450,000 against 1,500,525 is not."""
+    def row(name: str, transport: str, rate: float) -> dict:
+        return {"implementation": name, "scenario": "timeplus-concurrency", "transport": transport, "clients": 30,
+                "batch": 50, "seconds": 2.0, "receiving_clients": 30, "events_per_s": rate, "errors": 0,
+                "client_bound": False}
+    context = {**CONTEXT, "implementations": {"sse/go_nethttp+h2": {"protocol": "sse", "language": "go"},
+                                              "ws/go_coder": {"protocol": "ws", "language": "go"}}}
+    claim = {"id": "synthetic-alike", "sentence": "Not much of a difference.", "where": "Test II",
+             "figures": [fig("WebSocket", 1_350_000, "events/s", "one run's rate", batch=50, subscriptions=30)],
+             "form": {"kind": "order", "relation": "~", "among": ["SSE", "WebSocket"]},
+             "lab": {"instrument": "push", "scenario": "timeplus-concurrency", "clients": 30, "batch": 50,
+                     "metric": "events_per_s", "subjects": {"SSE": {"protocol": "sse", "transport": "sse-h2"},
+                                                            "WebSocket": {"protocol": "ws", "transport": "ws"}}}}
+    results.write("push", "push", context, {"rows": [row("sse/go_nethttp+h2", "sse-h2", 1_501_250.0),
+                                                      row("ws/go_coder", "ws", 1_500_525.0)]}, tmp_path / "load")
+    found = claims.judge("S", claim, tmp_path)
+    assert found.verdict == "agrees", found
+    assert "± its counting resolution (1,500 events/s" in found.lab_figure
+    results.write("push", "push", context, {"rows": [row("sse/go_nethttp+h2", "sse-h2", 1_450_000.0),
+                                                      row("ws/go_coder", "ws", 1_500_525.0)]}, tmp_path / "load")
+    found = claims.judge("S", claim, tmp_path)
+    assert found.verdict == "differs" and found.reason.startswith("the lab tells them apart: SSE ÷ WebSocket 0.966")
 
 
 def test_a_push_row_of_a_ways_variant_answers_for_its_implementation(tmp_path):
