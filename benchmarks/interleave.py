@@ -90,7 +90,7 @@ class Design:
                 "baseline": self.baseline, "baseline_visits": self.baseline_visits,
                 "max_seconds": self.max_seconds,
                 "baseline_rounds": self.rounds * self.baseline_visits,
-                "order": "every cycle visits every subject once (the baseline baseline_visits times), "
+                "order": f"every cycle visits every subject once (the baseline {self.baseline_visits} times), "
                          "in a fresh random order"}
 
 

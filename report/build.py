@@ -88,6 +88,7 @@ def _design_text(ctx: dict[str, Any]) -> str:
         return f"min rounds {benchmark.get('min_rounds', '–')} / max time {benchmark.get('max_time', '–')} s"
     return (f"{design['design']}, at most {design['rounds']:,} cycles ({design['baseline']} "
             f"{design['baseline_rounds']:,}): "
+            # a record written before 2026-12-08 named the field where its value belongs
             + design["order"].replace("baseline_visits", str(design.get("baseline_visits", "baseline_visits"))))
 
 

@@ -533,3 +533,11 @@ def test_every_sites_baseline_is_visited_baseline_visits_times_a_cycle():
     design = {"block": 1, "baseline": "direct", "baseline_visits": 4}
     assert [rounds_per_cycle(design, s) for s in ("direct", "direct@docker", "rest/python_flask@docker",
                                                   "rest/python_flask")] == [4, 4, 1, 1]
+
+
+def test_the_designs_record_says_the_baselines_visits_as_a_number():
+    """The run's context records the design; its order sentence carries the value, not the field's name
+    (the reference's context table printed "the baseline baseline_visits times")."""
+    from benchmarks.interleave import Design
+    order = Design(baseline_visits=4).describe()["order"]
+    assert "(the baseline 4 times)" in order and "baseline_visits" not in order
