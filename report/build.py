@@ -71,25 +71,20 @@ def _docker_text(ctx: dict[str, Any]) -> str:
             f"database image {docker.get('mongo_image')}, ports on {docker.get('published_on')}")
 
 
-def _warmup_text(ctx: dict[str, Any]) -> str:
-    """The interleaved design's warm-up (benchmarks/interleave.py), or an older run's pytest-benchmark one."""
+def _design_texts(ctx: dict[str, Any]) -> tuple[str, str]:
+    """The warm-up and the design as the run recorded them: the interleaved design's (benchmarks/interleave.py),
+    or an older run's pytest-benchmark settings."""
     benchmark = ctx.get("settings", {}).get("benchmark", {})
     design = benchmark.get("design")
     if not design:
-        return f"{benchmark.get('warmup', '–')}, {benchmark.get('warmup_iterations', '–')} iterations"
+        return (f"{benchmark.get('warmup', '–')}, {benchmark.get('warmup_iterations', '–')} iterations",
+                f"min rounds {benchmark.get('min_rounds', '–')} / max time {benchmark.get('max_time', '–')} s")
+    # a record written before 2026-12-08 named the field where its value belongs
+    order = design["order"].replace("baseline_visits", str(design.get("baseline_visits", "baseline_visits")))
     return (f"{design['warmup']} untimed calls per subject (or its manifest's own count), at most "
-            f"{design['warmup_max_s']:g} s each, then {design['settle_cycles']} untimed cycles")
-
-
-def _design_text(ctx: dict[str, Any]) -> str:
-    benchmark = ctx.get("settings", {}).get("benchmark", {})
-    design = benchmark.get("design")
-    if not design:
-        return f"min rounds {benchmark.get('min_rounds', '–')} / max time {benchmark.get('max_time', '–')} s"
-    return (f"{design['design']}, at most {design['rounds']:,} cycles ({design['baseline']} "
-            f"{design['baseline_rounds']:,}): "
-            # a record written before 2026-12-08 named the field where its value belongs
-            + design["order"].replace("baseline_visits", str(design.get("baseline_visits", "baseline_visits"))))
+            f"{design['warmup_max_s']:g} s each, then {design['settle_cycles']} untimed cycles",
+            f"{design['design']}, at most {design['rounds']:,} cycles ({design['baseline']} "
+            f"{design['baseline_rounds']:,}): {order}")
 
 
 def context_section(page: Page, inputs: Inputs, head: str) -> None:
@@ -129,8 +124,8 @@ def context_section(page: Page, inputs: Inputs, head: str) -> None:
         ("Docker", lambda c, r: _docker_text(c)),
         ("rounds per row", lambda c, r: "–" if r is None else
          ", ".join(f"{op} {rounds_text(rows)}" for op, rows in r["results"].items())),
-        ("warm-up", lambda c, r: "–" if r is None else _warmup_text(c)),
-        ("design", lambda c, r: "–" if r is None else _design_text(c)),
+        ("warm-up", lambda c, r: "–" if r is None else _design_texts(c)[0]),
+        ("design", lambda c, r: "–" if r is None else _design_texts(c)[1]),
         ("timer", lambda c, r: "–" if r is None else bench(c, "timer")),
         ("capture link", lambda c, r: "–" if r is not None else
          f"{capture(c, 'link')} (`{capture(c, 'interface')}`)"),

@@ -191,7 +191,7 @@ def missing(inputs: Inputs, discovered: list[str] | None = None) -> list[str]:
         for name in discovered or []:
             if name in inputs.wire.get("protocols", {}):
                 continue
-            protocol = name.split("/")[0]
+            protocol = inputs.protocol_of(name)
             if protocol in PROTOCOLS and PROTOCOLS[protocol].no_capture:
                 by_design.setdefault(protocol, []).append(name)
             else:

@@ -417,17 +417,17 @@ def _push_figure(data: dict[str, Any], cell: dict[str, Any], selector: dict[str,
         half = Z99 * row["latency_ms"]["sd"] / math.sqrt(row["messages"])
         return Figure(v, v - half, v + half, "ms", f"mean, 99 % normal interval over {row['messages']:,} "
                       "messages (one run)", tuple(invalid), source)
+    highest = ", the highest of the rows asked" if cell.get("reduce") == "max" else ""
     if metric == "events_per_s" and row.get("receiving_clients") and row.get("seconds"):
         # A count over a window: at each of its two edges one message per receiving client may fall either
         # side, so the rate is known to ± 2 × clients × batch / seconds (its resolution, not a spread)
         half = 2 * row["receiving_clients"] * row["batch"] / row["seconds"]
         how = (f"one run, ± its counting resolution ({half:,.0f} events/s: a message per receiving client at "
-               "each edge of the window)" + (", the highest of the rows asked" if cell.get("reduce") == "max" else ""))
+               f"each edge of the window){highest}")
         return Figure(v, v - half, v + half, "events/s", how, tuple(invalid), source)
     units = {"events_per_s": "events/s", "server_rss_mb": "MB"}
     unit = units.get(metric, "%" if metric.endswith("cpu_percent") else metric)
-    how = "one run (no interval)" + (", the highest of the rows asked" if cell.get("reduce") == "max" else "")
-    return Figure.point(v, unit, how, invalid=tuple(invalid), source=source)
+    return Figure.point(v, unit, f"one run (no interval){highest}", invalid=tuple(invalid), source=source)
 
 
 INSTRUMENTS: dict[str, Instrument] = {i.name: i for i in (
